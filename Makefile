@@ -1,0 +1,52 @@
+# The two commands: `make run` starts the platform locally; `make test` runs every check CI runs.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+PORT ?= 3000
+export SAM_CLI_TELEMETRY := 0
+export AWS_DEFAULT_REGION ?= us-east-1
+
+.PHONY: run test lint unit integration e2e sam-validate sam-build bench clean deploy-cert deploy-prod venv
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements-dev.txt
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install --quiet --upgrade pip
+	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
+	touch $@
+
+run: venv
+	$(PY) -m local.runner --port $(PORT)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+
+unit: venv
+	$(VENV)/bin/pytest tests/unit
+
+integration: venv
+	$(VENV)/bin/pytest tests/integration
+
+e2e: venv
+	$(VENV)/bin/pytest tests/e2e
+
+sam-validate: venv
+	$(VENV)/bin/sam validate --lint --region $(AWS_DEFAULT_REGION)
+
+sam-build: venv
+	PIP=$(abspath $(VENV))/bin/pip $(VENV)/bin/sam build --region $(AWS_DEFAULT_REGION)
+
+test: lint unit integration e2e sam-validate sam-build
+
+bench: venv
+	$(PY) -m bench.run_all
+
+deploy-cert: sam-build
+	$(VENV)/bin/sam deploy --config-env cert
+
+deploy-prod: sam-build
+	$(VENV)/bin/sam deploy --config-env prod
+
+clean:
+	rm -rf .aws-sam .local .pytest_cache .ruff_cache

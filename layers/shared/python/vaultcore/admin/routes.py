@@ -1,0 +1,6 @@
+"""Imports every management route module so their routes register (the management function's one import)."""
+
+from vaultcore.admin import foundation  # noqa: F401
+from vaultcore.admin.router import dispatch
+
+__all__ = ["dispatch"]

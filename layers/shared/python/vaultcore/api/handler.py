@@ -1,0 +1,56 @@
+"""Handler wiring: event → Request → route → Response, with the error mapping applied once.
+
+Handlers are ``lambda_handler = api_handler("secure", route)``; routes are plain functions of a Request that
+return a Response or raise a VaultError. No route needs a try/except.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from vaultcore.api.http import Request, Response, request_from_event
+from vaultcore.api.responses import error_response, internal_error_response
+from vaultcore.errors import AuthenticationFailed, VaultError
+from vaultcore.logs import clear_request_context, get_logger, set_request_context
+
+__all__ = ["api_handler", "Route"]
+
+Route = Callable[[Request], Response]
+_log = get_logger("api")
+
+
+def _reference_of(request: Request) -> str | None:
+    body = request.json()
+    if isinstance(body, dict):
+        ref = body.get("reference")
+        if isinstance(ref, str):
+            return ref
+    return None
+
+
+def api_handler(family: str, route: Route) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
+        request = request_from_event(event)
+        request_id = request.request_id or getattr(context, "aws_request_id", "")
+        set_request_context(request_id)
+        started = time.perf_counter()
+        try:
+            response = route(request)
+        except AuthenticationFailed as exc:
+            # The cause goes to the internal log only; the caller sees the uniform body.
+            _log.warning("authentication failed", extra={"reason": exc.reason, "route": request.resource})
+            response = error_response(family, exc)
+        except VaultError as exc:
+            _log.info("request refused", extra={"code": exc.code, "status": exc.status, "route": request.resource})
+            response = error_response(family, exc, _reference_of(request) if family == "secure" else None)
+        except Exception:  # noqa: BLE001 - the last line of defence: never a stack trace to the caller
+            _log.error("unhandled error", exc_info=True, extra={"route": request.resource})
+            response = internal_error_response(family)
+        _log.info("request done", extra={"status": response.status, "route": request.resource,
+                                          "duration_ms": round((time.perf_counter() - started) * 1000, 2)})
+        clear_request_context()
+        return response.to_event()
+
+    return lambda_handler

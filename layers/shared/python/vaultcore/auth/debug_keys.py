@@ -1,0 +1,48 @@
+"""The fixed default RSA key pair of the certification-only authdebug endpoint.
+
+This pair is PUBLIC by design (published in the README like the default HMAC key ``secret``): it lets
+integrators check their RSA signing code against known keys. It authenticates nothing anywhere.
+"""
+
+DEFAULT_SHARED_KEY = "secret"
+
+DEFAULT_RSA_PRIVATE_KEY = """-----BEGIN PRIVATE KEY-----
+MIIEvgIBADANBgkqhkiG9w0BAQEFAASCBKgwggSkAgEAAoIBAQCdMZOhsd6/n+g/
+yDl9qir5QB+2wAeDIXxdiXgwdklnSLCEGpkgOT8YMYjR49LjgD5f/mo42N2SBQ0o
+nzMtQyEoUXWhavSMOo9/UTv4DciomAMdcsYw7xalToXhMHjCNccgdXqNPF6rGrYh
+VtFo+Dhd2Vl65e8qHx3isXt+FZwhAwuxJk38FtMPHItCzaGPcu1pLmcMB6NjtxTT
+CpG1QyEAgXZV0VxBYt7HzFsyF8g04l+Bd1lHlm33wezjHDrCtM5APbo+rtJkgHrV
+Tt4ylEhejJ4klBr3ZLe/w2lXFsc7pXto2UFxHEsRRPmyEKrYg8opRfWdi0GoeaEs
+6jKMzLZhAgMBAAECggEATMkyagp2mlmU/E8k0j9lNZM+yqkcIlChrRlhVh759VN7
+MlTB1w1PxlQwFwM4eXwkPAUNw04gUdtY1a6Ks8H2ePjtwpd59OQIQ7OdXSryiXSU
+FPcDXFT2VXK5kEp6urfFWRQ59LL4NZHbRQbhTWrvMdzhylh2jzdbBGkZP3pz5WWQ
+ztTfUyleT32+d3Yl7bVNA5O7U0VlmM3v7w+CUv0PlB9qSq6elwv0tVfv4ddDcYBo
+tm+wj/ra5j72XiOQC25JNzuxy38Qwhu6C0y5VxIELN0VeCawS4oRUt2J87bOVc8a
+kDA9ufqiS4M4qA5BZeNYUldG0M0l/gOG5ppi3XhU1wKBgQDRaJVeWxx/QkTzYrlB
+brBPcPd3lynBZV3pTF+WXgoP+oU4l6iGYh8LgeVYlUK8LwGQs3NRTlG1gEliFLN0
+pznpquuGmJu52vyYUlj6FM/tQ0qbrGA9PGbUiNfxwC3Vyt3OPy3gHiqWKhJLgxnP
+BlHba3M/hprzygpN6MqirStqrwKBgQDAKvULaKj5UMIREg6+JTyLOfoU8twbzK9c
+GPqHdzLG0C8e0rUiUpJqAc9YrJGDX96PHvA6Pj521F5oiCzq6nZLLgqYgjb/qISp
+y5d7Vo9piY+tn5rOoIINioyzWaprzdNBrYLq/Pg0qf7jjwhPyn8Q/VPX82DDK4vS
+aVNGxQDz7wKBgQDK9Q//2VJvTK1DLuXaMwuSkyxlrg58MGCqoqjqNc6O2gGQbfyZ
+8jOglY7RIikB9pUPx7z2im/K98En3GRppUIN5OhNFU+o/ENg5j7ycoVrsZJ3+sNz
+1jzbtJ2G4voJgYskQDuYQeSIkdIVecTjz346qZOTeERqD+GYzQzISgoQZQKBgQC7
+sXl0Mj5QfUN/vt5tdBtFdVRA39CCypJA5xjT9WW/8BkGBxHqOzJMngXye2MJKTtN
+GQ/UI3WJRPYNLWyJ6oWt+oNY4F5tqSAiY/tJ+YrLrxOJpslipj1AkqHIj3y4HOoJ
+TTsA4CJh9eRCSTL6FDO12WjqFQnetwqzcjJnfgXnOwKBgBHoUyB975kEPrCnXN5h
+htcDRxfnPbbsjB8GHgP4Uv8VhN0LEDjItopAGOjqVTHz1ECqJaWjqqU/pBFKkt7u
+cDv9bAIxdojoJMQPcBk/wT4FFvZktdCtwKdjVlYQcduwyz07n2VH4iSgTeXpPHZ1
+9stiEKY3XsJjFrpvHykLzvd7
+-----END PRIVATE KEY-----
+"""
+
+DEFAULT_RSA_PUBLIC_KEY = """-----BEGIN PUBLIC KEY-----
+MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAnTGTobHev5/oP8g5faoq
++UAftsAHgyF8XYl4MHZJZ0iwhBqZIDk/GDGI0ePS44A+X/5qONjdkgUNKJ8zLUMh
+KFF1oWr0jDqPf1E7+A3IqJgDHXLGMO8WpU6F4TB4wjXHIHV6jTxeqxq2IVbRaPg4
+XdlZeuXvKh8d4rF7fhWcIQMLsSZN/BbTDxyLQs2hj3LtaS5nDAejY7cU0wqRtUMh
+AIF2VdFcQWLex8xbMhfINOJfgXdZR5Zt98Hs4xw6wrTOQD26Pq7SZIB61U7eMpRI
+XoyeJJQa92S3v8NpVxbHO6V7aNlBcRxLEUT5shCq2IPKKUX1nYtBqHmhLOoyjMy2
+YQIDAQAB
+-----END PUBLIC KEY-----
+"""

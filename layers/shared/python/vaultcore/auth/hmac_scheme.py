@@ -1,0 +1,134 @@
+"""The HMAC request-authentication scheme of the secure API and the proxy (pure: no I/O).
+
+Header::
+
+    Authorization: Hmac username="<partnerId>", nonce="<nonce>", timestamp="<unix seconds>", response="<hex>"
+
+Values may be quoted or not (the timestamp appears both ways), properties come in any order, whitespace
+around names, values and commas is ignored. All four properties are required, exactly once.
+
+String to hash (spec, Authentication rule 4)::
+
+    POST SP <path> LF <nonce> LF <timestamp> LF LF <lowercase hex SHA-256 of the exact body bytes>
+
+``response`` is the lowercase hex HMAC-SHA256 (RFC 2104, FIPS 198-1) of that string, keyed with the
+partner's shared key in its decoded form (the bytes of ``base64decode(hmacKey)``).
+
+The Digest and RSA forms (used by the certification-only debug endpoint) are defined symmetrically:
+``Digest ...`` carries ``response = hex SHA-256(string_to_hash + LF + key)`` and ``Rsa ...`` carries
+``response = base64 RSASSA-PKCS1-v1_5/SHA-256 signature of string_to_hash`` (RFC 8017 §8.2).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import time
+from dataclasses import dataclass
+
+__all__ = [
+    "HeaderError",
+    "SchemeCredentials",
+    "parse_authorization",
+    "content_hash",
+    "string_to_hash",
+    "hmac_response",
+    "digest_response",
+    "responses_equal",
+    "build_hmac_header",
+    "MAX_AGE_SECONDS",
+    "MAX_FUTURE_SKEW_SECONDS",
+]
+
+MAX_AGE_SECONDS = 15 * 60  # spec Limits: maximum timestamp age and nonce window
+MAX_FUTURE_SKEW_SECONDS = 60  # clocks drift; a timestamp further in the future than this is refused
+MAX_HEADER_LENGTH = 1024
+MAX_NONCE_LENGTH = 128
+
+_SCHEMES = {"hmac": "HMAC", "digest": "Digest", "rsa": "RSA"}
+_PROPERTY = re.compile(r'\s*([A-Za-z]+)\s*=\s*(?:"([^"]*)"|([^,\s"]*))\s*(?:,|$)')
+_NONCE = re.compile(r"[\x21-\x7e]{1,128}")  # printable ASCII, at most MAX_NONCE_LENGTH
+_TIMESTAMP = re.compile(r"[0-9]{1,12}")
+_REQUIRED = ("username", "nonce", "timestamp", "response")
+
+
+class HeaderError(ValueError):
+    """The Authorization header is not a well-formed scheme header (the reason is for internal logs)."""
+
+
+@dataclass(frozen=True)
+class SchemeCredentials:
+    method: str  # HMAC, Digest or RSA
+    username: str
+    nonce: str
+    timestamp: int
+    response: str
+    raw: str
+
+
+def parse_authorization(header: str) -> SchemeCredentials:
+    if not isinstance(header, str) or not header.strip():
+        raise HeaderError("header missing")
+    if len(header) > MAX_HEADER_LENGTH:
+        raise HeaderError("header too long")
+    if not header.isascii():
+        raise HeaderError("non-ASCII header")
+    text = header.strip()
+    scheme, _, rest = text.partition(" ")
+    method = _SCHEMES.get(scheme.lower())
+    if method is None:
+        raise HeaderError("unknown scheme")
+    props: dict[str, str] = {}
+    pos = 0
+    rest = rest.strip()
+    while pos < len(rest):
+        m = _PROPERTY.match(rest, pos)
+        if m is None or m.end() == pos:
+            raise HeaderError("malformed property list")
+        name = m.group(1).lower()
+        value = m.group(2) if m.group(2) is not None else m.group(3)
+        if name in props:
+            raise HeaderError("duplicate property")
+        props[name] = value.strip()
+        pos = m.end()
+    missing = [p for p in _REQUIRED if not props.get(p)]
+    if missing:
+        raise HeaderError("missing property")
+    if not _NONCE.fullmatch(props["nonce"]):
+        raise HeaderError("bad nonce")
+    if not _TIMESTAMP.fullmatch(props["timestamp"]):
+        raise HeaderError("bad timestamp")
+    return SchemeCredentials(method=method, username=props["username"], nonce=props["nonce"],
+                             timestamp=int(props["timestamp"]), response=props["response"], raw=header)
+
+
+def content_hash(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+def string_to_hash(path: str, nonce: str, timestamp: int | str, body: bytes, verb: str = "POST") -> str:
+    return f"{verb} {path}\n{nonce}\n{timestamp}\n\n{content_hash(body)}"
+
+
+def hmac_response(key: bytes, message: str) -> str:
+    return hmac.new(key, message.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def digest_response(key: bytes, message: str) -> str:
+    return hashlib.sha256(message.encode("utf-8") + b"\n" + key).hexdigest()
+
+
+def responses_equal(expected: str, given: str) -> bool:
+    """Constant-time comparison over bytes (``compare_digest`` raises TypeError on non-ASCII str)."""
+    return hmac.compare_digest(expected.encode("utf-8"), given.encode("utf-8", "surrogateescape"))
+
+
+def build_hmac_header(username: str, key: bytes, path: str, body: bytes, *, nonce: str | None = None,
+                      timestamp: int | None = None) -> str:
+    """A complete, valid header for one request (used by the client helper and the debug endpoint)."""
+    nonce = nonce or secrets.token_hex(16)
+    ts = int(time.time()) if timestamp is None else int(timestamp)
+    response = hmac_response(key, string_to_hash(path, nonce, ts, body))
+    return f'Hmac username="{username}", nonce="{nonce}", timestamp="{ts}", response="{response}"'

@@ -1,0 +1,53 @@
+"""Device types as data: each reader model is a profile, so a new model is configuration, not code.
+
+A profile says where the KSN comes from, how the payload is laid out, which DUKPT key variant and cipher mode
+the reader uses. The DUKPT scheme (TDES or AES) is a property of the device's BDK, not of the model.
+
+Built in (spec: ``<device_type_terminal>`` and ``<device_type_audio_reader>``):
+
+- ``terminal``: the KSN travels in the request's ``ksn``; the payload is one encrypted field (keyed entry,
+  track 1, track 2, or EMV tag 57/5A), decided from the decrypted content.
+- ``audio-reader``: the audio-jack swipe reader; the hex payload carries masked tracks, the encrypted tracks,
+  their SHA-1 hashes and the KSN (ID TECH original format), optionally in its STX/ETX device frame.
+
+Both use the data-encryption key variant with the X9.24-1 one-way function, CBC with a zero IV (public facts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+__all__ = ["DeviceProfile", "PROFILES", "profile_for", "profile_names"]
+
+
+@dataclass(frozen=True)
+class DeviceProfile:
+    name: str
+    layout: str  # "terminal-field" or "audio-reader"
+    ksn_source: str  # "request" or "payload"
+    key_variant: str = "data"  # see vaultcore.crypto.dukpt.KeyVariant
+    cipher_mode: str = "CBC"
+    iv_hex: str = ""  # empty: all-zero IV of the cipher's block size
+    description: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return asdict(self)
+
+
+PROFILES: dict[str, DeviceProfile] = {
+    p.name: p
+    for p in (
+        DeviceProfile("terminal", "terminal-field", "request",
+                      description="Terminal sending one encrypted field (keyed, track 1/2, EMV 57/5A) and its KSN."),
+        DeviceProfile("audio-reader", "audio-reader", "payload",
+                      description="Audio-jack swipe reader; KSN, masked tracks and hashes inside the payload."),
+    )
+}
+
+
+def profile_for(device_type: str) -> DeviceProfile | None:
+    return PROFILES.get(device_type)
+
+
+def profile_names() -> list[str]:
+    return sorted(PROFILES)

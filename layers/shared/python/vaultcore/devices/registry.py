@@ -1,0 +1,206 @@
+"""Devices and their base derivation keys (BDKs).
+
+A BDK is imported once (clear hex in cert only; in prod an AWS Payment Cryptography key ARN, so the clear key
+never exists outside the HSM) and stored KMS-wrapped with its key check value. A device is registered to one
+partner under ``serial`` + ``clientId``: serials must be unique per partner when no client id is used.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from vaultcore import clock
+from vaultcore.cache import TTLCache
+from vaultcore.crypto.kcv import kcv_aes, kcv_tdes
+from vaultcore.devices.profiles import profile_for, profile_names
+from vaultcore.errors import Conflict, NotFound, ValidationError
+from vaultcore.settings import settings
+from vaultcore.store import registry
+from vaultcore.store.keys import unwrap_secret, wrap_secret
+
+__all__ = ["Device", "Bdk", "import_bdk", "get_bdk", "load_bdk", "bdk_key_material", "register_device",
+           "find_device", "load_device", "list_devices", "set_device_status", "SCHEMES"]
+
+SCHEMES = {"tdes": 16, "aes128": 16, "aes256": 32}
+_HEX = re.compile(r"[0-9A-Fa-f]+")
+_SERIAL = re.compile(r"[A-Za-z0-9._:\-]{1,64}")
+_HSM_ARN = re.compile(r"arn:aws[a-z-]*:payment-cryptography:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9]+")
+_device_cache: TTLCache[Device] | None = None
+_bdk_cache: TTLCache[Bdk] | None = None
+
+
+@dataclass(frozen=True)
+class Bdk:
+    bdk_id: str
+    scheme: str
+    kcv: str
+    envelope: dict[str, str] | None
+    hsm_key_arn: str | None
+
+    def public_view(self) -> dict[str, Any]:
+        view: dict[str, Any] = {"bdkId": self.bdk_id, "scheme": self.scheme, "kcv": self.kcv}
+        if self.hsm_key_arn:
+            view["hsmKeyArn"] = self.hsm_key_arn
+        return view
+
+
+@dataclass(frozen=True)
+class Device:
+    partner_id: str
+    serial: str
+    client_id: str
+    device_type: str
+    bdk_id: str
+    firmware: str
+    status: str
+
+    def public_view(self) -> dict[str, Any]:
+        return {"partnerId": self.partner_id, "serial": self.serial, "clientId": self.client_id or None,
+                "deviceType": self.device_type, "bdkId": self.bdk_id, "firmware": self.firmware or None,
+                "status": self.status}
+
+
+def _caches() -> tuple[TTLCache[Device], TTLCache[Bdk]]:
+    global _device_cache, _bdk_cache
+    if _device_cache is None or _bdk_cache is None:
+        _device_cache = TTLCache(settings().record_cache_seconds, 4096)
+        _bdk_cache = TTLCache(settings().record_cache_seconds, 1024)
+    return _device_cache, _bdk_cache
+
+
+def import_bdk(body: dict[str, Any]) -> dict[str, Any]:
+    scheme = body.get("scheme")
+    if scheme not in SCHEMES:
+        raise ValidationError("scheme must be one of tdes, aes128, aes256.")
+    bdk_id = body.get("bdkId") or "bdk-" + secrets.token_hex(6)
+    if not isinstance(bdk_id, str) or not re.fullmatch(r"[A-Za-z0-9_\-]{3,64}", bdk_id):
+        raise ValidationError("bdkId must be 3 to 64 letters, digits, '-' or '_'.")
+    item: dict[str, Any] = {"pk": f"BDK#{bdk_id}", "sk": "KEY", "type": "bdk", "bdkId": bdk_id, "scheme": scheme,
+                            "createdAt": int(clock.now())}
+    if body.get("hsmKeyArn") is not None:
+        arn = body["hsmKeyArn"]
+        if not isinstance(arn, str) or not _HSM_ARN.fullmatch(arn):
+            raise ValidationError("hsmKeyArn must be an AWS Payment Cryptography key ARN.")
+        kcv = body.get("kcv")
+        if not isinstance(kcv, str) or not re.fullmatch(r"[0-9A-Fa-f]{6}", kcv):
+            raise ValidationError("kcv (6 hex characters, as AWS Payment Cryptography reports it) is required with hsmKeyArn.")
+        item.update(hsmKeyArn=arn, kcv=kcv.upper())
+    else:
+        if not settings().is_cert:
+            raise ValidationError("Clear BDKs are accepted in the certification environment only; use hsmKeyArn.")
+        clear = body.get("bdk")
+        if not isinstance(clear, str) or not _HEX.fullmatch(clear) or len(clear) != 2 * SCHEMES[scheme]:
+            raise ValidationError(f"bdk must be {2 * SCHEMES[scheme]} hex characters for scheme {scheme}.")
+        key = bytes.fromhex(clear)
+        item["kcv"] = kcv_tdes(key) if scheme == "tdes" else kcv_aes(key)
+        item["wrapped"] = wrap_secret(key, {"purpose": "bdk", "bdkId": bdk_id})
+        del key
+    try:
+        registry.put_new(item)
+    except registry.ConditionFailed as exc:
+        raise Conflict("A BDK with this bdkId already exists.") from exc
+    return {"bdkId": bdk_id, "scheme": scheme, "kcv": item["kcv"], **({"hsmKeyArn": item["hsmKeyArn"]}
+                                                                      if "hsmKeyArn" in item else {})}
+
+
+def _bdk_from_item(item: dict[str, Any]) -> Bdk:
+    return Bdk(item["bdkId"], item["scheme"], item["kcv"], item.get("wrapped"), item.get("hsmKeyArn"))
+
+
+def get_bdk(bdk_id: str) -> Bdk:
+    item = registry.get(f"BDK#{bdk_id}", "KEY")
+    if item is None:
+        raise NotFound("BDK not found.")
+    return _bdk_from_item(item)
+
+
+def load_bdk(bdk_id: str) -> Bdk | None:
+    _, cache = _caches()
+
+    def load() -> Bdk | None:
+        item = registry.get(f"BDK#{bdk_id}", "KEY")
+        return _bdk_from_item(item) if item else None
+
+    return cache.get_or_load(bdk_id, load)
+
+
+def bdk_key_material(bdk: Bdk) -> bytes:
+    """The clear BDK (software mode), unwrapped through the per-container key cache."""
+    if bdk.envelope is None:
+        raise ValueError("BDK is held in an HSM")
+    return unwrap_secret(bdk.envelope, {"purpose": "bdk", "bdkId": bdk.bdk_id})
+
+
+def _device_from_item(item: dict[str, Any]) -> Device:
+    return Device(item["partnerId"], item["serial"], item.get("clientId", ""), item["deviceType"], item["bdkId"],
+                  item.get("firmware", ""), item.get("status", "active"))
+
+
+def _sk(serial: str, client_id: str) -> str:
+    return f"DEVICE#{serial}#{client_id}"
+
+
+def register_device(partner_id: str, body: dict[str, Any]) -> dict[str, Any]:
+    serial = body.get("serial")
+    device_type = body.get("deviceType")
+    bdk_id = body.get("bdkId")
+    client_id = body.get("clientId") or ""
+    firmware = body.get("firmware") or ""
+    status = body.get("status") or "active"
+    if not isinstance(serial, str) or not _SERIAL.fullmatch(serial):
+        raise ValidationError("serial is required (1 to 64 letters, digits, '.', '_', ':' or '-').")
+    if not isinstance(device_type, str) or profile_for(device_type) is None:
+        raise ValidationError(f"deviceType must be one of {', '.join(profile_names())}.")
+    if not isinstance(client_id, str) or (client_id and not _SERIAL.fullmatch(client_id)):
+        raise ValidationError("clientId must be 1 to 64 letters, digits, '.', '_', ':' or '-'.")
+    if not isinstance(firmware, str) or len(firmware) > 64:
+        raise ValidationError("firmware must be a string of at most 64 characters.")
+    if status not in ("active", "inactive"):
+        raise ValidationError("status must be 'active' or 'inactive'.")
+    if not isinstance(bdk_id, str) or load_bdk(bdk_id) is None:
+        raise ValidationError("bdkId must name an imported BDK.")
+    from vaultcore.partners.service import get_partner
+
+    get_partner(partner_id)
+    same_serial = registry.query_prefix(f"PARTNER#{partner_id}", f"DEVICE#{serial}#")
+    if same_serial and (not client_id or any(not d.get("clientId") for d in same_serial)):
+        # Without client ids every serial must be unique (spec: Partner credentials, clientId).
+        raise Conflict("A device with this serial is already registered; use a distinct clientId.")
+    item = {"pk": f"PARTNER#{partner_id}", "sk": _sk(serial, client_id), "type": "device", "partnerId": partner_id,
+            "serial": serial, "clientId": client_id, "deviceType": device_type, "bdkId": bdk_id,
+            "firmware": firmware, "status": status, "createdAt": int(clock.now())}
+    try:
+        registry.put_new(item)
+    except registry.ConditionFailed as exc:
+        raise Conflict("This serial and clientId are already registered.") from exc
+    return _device_from_item(item).public_view()
+
+
+def find_device(partner_id: str, serial: str, client_id: str | None) -> Device | None:
+    item = registry.get(f"PARTNER#{partner_id}", _sk(serial, client_id or ""))
+    return _device_from_item(item) if item else None
+
+
+def load_device(partner_id: str, serial: str, client_id: str | None) -> Device | None:
+    """Cached per container (bounded lifetime): a warm decrypt costs no registry read."""
+    cache, _ = _caches()
+    return cache.get_or_load((partner_id, serial, client_id or ""), lambda: find_device(partner_id, serial, client_id))
+
+
+def list_devices(partner_id: str) -> list[dict[str, Any]]:
+    return [_device_from_item(i).public_view() for i in registry.query_prefix(f"PARTNER#{partner_id}", "DEVICE#")]
+
+
+def set_device_status(partner_id: str, serial: str, client_id: str, status: str) -> dict[str, Any]:
+    if status not in ("active", "inactive"):
+        raise ValidationError("status must be 'active' or 'inactive'.")
+    try:
+        item = registry.update_fields(f"PARTNER#{partner_id}", _sk(serial, client_id), {"status": status})
+    except registry.ConditionFailed as exc:
+        raise NotFound("Device not found.") from exc
+    cache, _ = _caches()
+    cache.invalidate((partner_id, serial, client_id))
+    return _device_from_item(item).public_view()

@@ -1,0 +1,192 @@
+"""Partners: creation, lookup (cached per container), credential checks and key rotation.
+
+Credentials at rest:
+- the partner key is stored only as its SHA-256 (it is 256 bits of randomness, so a fast hash is enough and
+  a leaked table reveals no usable key);
+- the HMAC shared key must be recoverable to verify signatures, so it is stored KMS-wrapped.
+Rotation keeps the previous credential valid for an overlap window (default 24 hours) so partners can
+roll out the new one without downtime; both checks are constant-time.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from vaultcore import clock
+from vaultcore.cache import TTLCache
+from vaultcore.errors import Conflict, NotFound, ValidationError
+from vaultcore.settings import settings
+from vaultcore.store import registry
+from vaultcore.store.keys import unwrap_secret, wrap_secret
+
+__all__ = ["Partner", "create_partner", "load_partner", "get_partner", "set_partner_status", "rotate_credential",
+           "partner_key_matches", "hmac_keys_of", "DEFAULT_OVERLAP_SECONDS", "invalidate_partner"]
+
+DEFAULT_OVERLAP_SECONDS = 24 * 3600
+API_SECURITY = ("key", "hmac")
+_cache: TTLCache[Partner] | None = None
+
+
+@dataclass(frozen=True)
+class Partner:
+    partner_id: str
+    name: str
+    api_security: str
+    status: str
+    key_hashes: list[dict[str, Any]] = field(default_factory=list)
+    hmac_keys: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def active(self) -> bool:
+        return self.status == "active"
+
+    def public_view(self) -> dict[str, Any]:
+        return {"partnerId": self.partner_id, "name": self.name, "apiSecurity": self.api_security,
+                "status": self.status,
+                "hmacKeyVersions": [k["v"] for k in self.hmac_keys],
+                "credentialsExpiring": [c.get("notAfter") for c in self.key_hashes + self.hmac_keys
+                                        if c.get("notAfter")]}
+
+
+def _partner_cache() -> TTLCache[Partner]:
+    global _cache
+    if _cache is None:
+        _cache = TTLCache(settings().record_cache_seconds, max_items=2048)
+    return _cache
+
+
+def invalidate_partner(partner_id: str) -> None:
+    _partner_cache().invalidate(partner_id)
+
+
+def _from_item(item: dict[str, Any]) -> Partner:
+    return Partner(partner_id=item["partnerId"], name=item.get("name", ""), api_security=item["apiSecurity"],
+                   status=item.get("status", "active"), key_hashes=list(item.get("keyHashes", [])),
+                   hmac_keys=list(item.get("hmacKeys", [])))
+
+
+def _hash_key(partner_key: str) -> str:
+    return hashlib.sha256(partner_key.encode("utf-8")).hexdigest()
+
+
+def _new_partner_key() -> str:
+    return secrets.token_urlsafe(32)
+
+
+def _new_hmac_secret() -> bytes:
+    # 32 random bytes as 64 hex characters: the decoded form of hmacKey is printable, so it can also be
+    # written into a proxy configuration's hmac `secret` (spec: "the Base64-decoded key").
+    return secrets.token_hex(32).encode("ascii")
+
+
+def _wrap_hmac(partner_id: str, version: int, secret: bytes) -> dict[str, Any]:
+    return {"v": version, "env": wrap_secret(secret, {"purpose": "partner-hmac", "partnerId": partner_id})}
+
+
+def create_partner(name: str, api_security: str, partner_id: str | None = None) -> dict[str, Any]:
+    if not isinstance(name, str) or not name.strip() or len(name) > 100:
+        raise ValidationError("name is required (1 to 100 characters).")
+    if api_security not in API_SECURITY:
+        raise ValidationError("apiSecurity must be 'key' or 'hmac'.")
+    if partner_id is not None and (not partner_id.isalnum() or not 3 <= len(partner_id) <= 40):
+        raise ValidationError("partnerId must be 3 to 40 letters or digits.")
+    partner_id = partner_id or "p" + secrets.token_hex(8)
+    partner_key = _new_partner_key()
+    hmac_secret = _new_hmac_secret()
+    item = {"pk": f"PARTNER#{partner_id}", "sk": "PROFILE", "type": "partner", "partnerId": partner_id,
+            "name": name.strip(), "apiSecurity": api_security, "status": "active",
+            "keyHashes": [{"h": _hash_key(partner_key)}], "hmacKeys": [_wrap_hmac(partner_id, 1, hmac_secret)],
+            "createdAt": int(clock.now())}
+    try:
+        registry.put_new(item)
+    except registry.ConditionFailed as exc:
+        raise Conflict("A partner with this partnerId already exists.") from exc
+    return {"partnerId": partner_id, "name": name.strip(), "partnerKey": partner_key,
+            "hmacKey": base64.b64encode(hmac_secret).decode("ascii"), "apiSecurity": api_security, "status": "active"}
+
+
+def load_partner(partner_id: str) -> Partner | None:
+    """The partner, cached per container for RECORD_CACHE_SECONDS; None when unknown."""
+    if not isinstance(partner_id, str) or not partner_id or len(partner_id) > 64:
+        return None
+    cached = _partner_cache().get(partner_id)
+    if cached is not None:
+        return cached
+    item = registry.get(f"PARTNER#{partner_id}", "PROFILE")
+    if item is None:
+        return None
+    partner = _from_item(item)
+    _partner_cache().put(partner_id, partner)
+    return partner
+
+
+def get_partner(partner_id: str) -> Partner:
+    item = registry.get(f"PARTNER#{partner_id}", "PROFILE", consistent=True)
+    if item is None:
+        raise NotFound("Partner not found.")
+    return _from_item(item)
+
+
+def set_partner_status(partner_id: str, status: str) -> Partner:
+    if status not in ("active", "disabled"):
+        raise ValidationError("status must be 'active' or 'disabled'.")
+    try:
+        item = registry.update_fields(f"PARTNER#{partner_id}", "PROFILE", {"status": status})
+    except registry.ConditionFailed as exc:
+        raise NotFound("Partner not found.") from exc
+    invalidate_partner(partner_id)
+    return _from_item(item)
+
+
+def _live(credentials: list[dict[str, Any]], now: float) -> list[dict[str, Any]]:
+    return [c for c in credentials if not c.get("notAfter") or c["notAfter"] > now]
+
+
+def rotate_credential(partner_id: str, kind: str, overlap_seconds: int = DEFAULT_OVERLAP_SECONDS) -> dict[str, Any]:
+    """Issue a new partner key or HMAC key; the previous one stays valid for ``overlap_seconds``."""
+    if kind not in ("partnerKey", "hmacKey"):
+        raise ValidationError("kind must be 'partnerKey' or 'hmacKey'.")
+    if not isinstance(overlap_seconds, int) or not 0 <= overlap_seconds <= 30 * 86400:
+        raise ValidationError("overlapSeconds must be an integer from 0 to 2592000.")
+    partner = get_partner(partner_id)
+    now = clock.now()
+    not_after = int(now) + overlap_seconds
+    result: dict[str, Any] = {"partnerId": partner_id, "previousValidUntil": not_after}
+    if kind == "partnerKey":
+        new_key = _new_partner_key()
+        old = [{**c, "notAfter": min(c.get("notAfter") or not_after, not_after)} for c in _live(partner.key_hashes, now)]
+        fields = {"keyHashes": [{"h": _hash_key(new_key)}] + old}
+        result["partnerKey"] = new_key
+    else:
+        secret = _new_hmac_secret()
+        version = max((k["v"] for k in partner.hmac_keys), default=0) + 1
+        old = [{**k, "notAfter": min(k.get("notAfter") or not_after, not_after)} for k in _live(partner.hmac_keys, now)]
+        fields = {"hmacKeys": [_wrap_hmac(partner_id, version, secret)] + old}
+        result["hmacKey"] = base64.b64encode(secret).decode("ascii")
+        result["hmacKeyVersion"] = version
+    registry.update_fields(f"PARTNER#{partner_id}", "PROFILE", fields)
+    invalidate_partner(partner_id)
+    return result
+
+
+def partner_key_matches(partner: Partner, partner_key: str) -> bool:
+    if not isinstance(partner_key, str) or not partner_key or len(partner_key) > 256:
+        return False
+    given = _hash_key(partner_key).encode()
+    now = clock.now()
+    ok = False
+    for cred in _live(partner.key_hashes, now):
+        ok |= hmac.compare_digest(given, cred["h"].encode())  # no early exit: time does not depend on position
+    return ok
+
+
+def hmac_keys_of(partner: Partner) -> list[bytes]:
+    """The partner's live HMAC keys (current first), unwrapped through the per-container key cache."""
+    now = clock.now()
+    return [unwrap_secret(k["env"], {"purpose": "partner-hmac", "partnerId": partner.partner_id})
+            for k in _live(partner.hmac_keys, now)]

@@ -1,0 +1,63 @@
+"""Environment settings, read once per container on first use (never at import time)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+__all__ = ["Settings", "settings", "reset_settings"]
+
+
+@dataclass(frozen=True)
+class Settings:
+    environment: str
+    registry_table: str
+    nonces_table: str
+    tokens_table: str
+    proxy_configs_table: str
+    transactions_table: str
+    proxy_logs_table: str
+    deliveries_table: str
+    idempotency_table: str
+    kms_key_id: str
+    postback_queue_url: str
+    postback_dlq_url: str
+    allow_local_egress: bool
+    record_cache_seconds: float
+    key_cache_seconds: float
+
+    @property
+    def is_cert(self) -> bool:
+        return self.environment == "cert"
+
+
+@lru_cache(maxsize=1)
+def settings() -> Settings:
+    env = os.environ
+    environment = env.get("ENVIRONMENT", "cert").strip().lower()
+    if environment not in ("cert", "prod"):
+        raise RuntimeError("ENVIRONMENT must be cert or prod")
+    return Settings(
+        environment=environment,
+        registry_table=env.get("REGISTRY_TABLE", "Registry"),
+        nonces_table=env.get("NONCES_TABLE", "Nonces"),
+        tokens_table=env.get("TOKENS_TABLE", "Tokens"),
+        proxy_configs_table=env.get("PROXY_CONFIGS_TABLE", "ProxyConfigs"),
+        transactions_table=env.get("TRANSACTIONS_TABLE", "Transactions"),
+        proxy_logs_table=env.get("PROXY_LOGS_TABLE", "ProxyLogs"),
+        deliveries_table=env.get("DELIVERIES_TABLE", "Deliveries"),
+        idempotency_table=env.get("IDEMPOTENCY_TABLE", "Idempotency"),
+        kms_key_id=env.get("KMS_KEY_ID", "alias/vault-platform"),
+        postback_queue_url=env.get("POSTBACK_QUEUE_URL", ""),
+        postback_dlq_url=env.get("POSTBACK_DLQ_URL", ""),
+        # Loopback/http egress is a local-runner-only switch: a deployed stack never sets it (DESIGN.md §6).
+        allow_local_egress=env.get("VAULT_ALLOW_LOCAL_EGRESS", "") == "1",
+        record_cache_seconds=float(env.get("RECORD_CACHE_SECONDS", "60")),
+        key_cache_seconds=float(env.get("KEY_CACHE_SECONDS", "300")),
+    )
+
+
+def reset_settings() -> None:
+    """Forget cached settings (tests that change the environment call this)."""
+    settings.cache_clear()

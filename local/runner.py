@@ -1,0 +1,402 @@
+"""The no-Docker local runner (DESIGN.md §6): `make run`.
+
+- starts moto in server mode on loopback (DynamoDB, SQS, KMS, Secrets Manager);
+- creates every table, queue and key from the resources in template.yaml;
+- serves every API route of the template, and the management API, on one loopback port by turning HTTP
+  requests into API Gateway (REST, proxy) events for the handlers the template names;
+- polls SQS for functions with SQS events as an event source mapping would (batches, partial batch failures,
+  visibility timeout; the queue's redrive policy moves exhausted messages to the DLQ);
+- seeds demo data and prints the URL and the demo credentials (also written to .local/demo.json).
+
+It runs as the certification environment by default, and it is the only place where http and loopback egress
+(proxy targets, postback URLs) are allowed (VAULT_ALLOW_LOCAL_EGRESS=1).
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import importlib.util
+import json
+import os
+import re
+import signal
+import socket
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+from urllib.parse import parse_qsl, urlsplit
+
+from local.template import (
+    ROOT,
+    evaluate_conditions,
+    function_directories,
+    load_template,
+    parameters_with_defaults,
+    render,
+    resolver,
+)
+
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class LambdaContext:
+    def __init__(self, name: str, timeout: int) -> None:
+        self.function_name = name
+        self.aws_request_id = str(uuid.uuid4())
+        self.memory_limit_in_mb = 1024
+        self.invoked_function_arn = f"arn:aws:lambda:{REGION}:{ACCOUNT}:function:{name}"
+        self._deadline = time.monotonic() + timeout
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+class Route:
+    def __init__(self, method: str, path: str, function: str) -> None:
+        self.method = method.upper()
+        self.path = path
+        self.function = function
+        pattern = re.sub(r"\{(\w+)\+\}", r"(?P<\1>.+)", path)
+        pattern = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", pattern)
+        self.regex = re.compile("^" + pattern + "$")
+
+
+class Platform:
+    """Everything the runner starts; also used in-process by the end-to-end tests' helpers."""
+
+    def __init__(self, environment: str = "cert", state_dir: Path | None = None) -> None:
+        self.environment = environment
+        self.state_dir = state_dir or ROOT / ".local"
+        self.template = load_template()
+        self.params = parameters_with_defaults(self.template, {"Environment": environment})
+        self.conditions = evaluate_conditions(self.template, self.params)
+        self.resources = render(self.template, self.params)
+        self.refs: dict[str, str] = {}
+        self.attrs: dict[tuple[str, str], str] = {}
+        self.routes: list[Route] = []
+        self.modules: dict[str, ModuleType] = {}
+        self.timeouts: dict[str, int] = {}
+        self.sqs_sources: list[dict[str, Any]] = []
+        self.moto = None
+        self._stop = threading.Event()
+
+    # ------------------------------------------------------------ AWS stand-ins
+    def start_moto(self) -> str:
+        from moto.server import ThreadedMotoServer
+
+        port = _free_port()
+        # Bind to loopback only (STYLE.md pitfall 6: ThreadedMotoServer binds 0.0.0.0 by default).
+        self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+        self.moto.start()
+        endpoint = f"http://127.0.0.1:{port}"
+        os.environ.update({
+            "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION,
+            "MOTO_ALLOW_NONEXISTENT_REGION": "true",
+        })
+        os.environ.pop("AWS_PROFILE", None)
+        return endpoint
+
+    def create_resources(self) -> None:
+        import boto3
+
+        ddb = boto3.client("dynamodb", region_name=REGION)
+        sqs = boto3.client("sqs", region_name=REGION)
+        kms = boto3.client("kms", region_name=REGION)
+        pseudo = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws",
+                  "AWS::StackName": "vault-local", "AWS::URLSuffix": "amazonaws.com"}
+        resolve = resolver(self.params, self.conditions, self.refs, self.attrs, pseudo)
+        for name, res in self.resources.items():
+            if res["Type"] == "AWS::KMS::Key":
+                key = kms.create_key(Description=str(res["Properties"].get("Description", name)))["KeyMetadata"]
+                self.refs[name] = key["KeyId"]
+                self.attrs[(name, "Arn")] = key["Arn"]
+        # Dead-letter queues first, so redrive policies can name them.
+        queues = [(n, r) for n, r in self.resources.items() if r["Type"] == "AWS::SQS::Queue"]
+        queues.sort(key=lambda nr: "RedrivePolicy" in nr[1].get("Properties", {}))
+        for name, res in queues:
+            props = resolve(res.get("Properties", {}))
+            attributes = {k: str(props[k]) for k in ("VisibilityTimeout", "MessageRetentionPeriod") if k in props}
+            if "RedrivePolicy" in props:
+                attributes["RedrivePolicy"] = json.dumps(props["RedrivePolicy"])
+            url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+            arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+            self.refs[name] = url
+            self.attrs[(name, "Arn")] = arn
+            self.attrs[(name, "QueueName")] = name
+        for name, res in self.resources.items():
+            if res["Type"] != "AWS::DynamoDB::Table":
+                continue
+            props = res["Properties"]
+            kwargs: dict[str, Any] = {
+                "TableName": name, "BillingMode": "PAY_PER_REQUEST",
+                "AttributeDefinitions": props["AttributeDefinitions"], "KeySchema": props["KeySchema"],
+            }
+            for idx in ("LocalSecondaryIndexes", "GlobalSecondaryIndexes"):
+                if idx in props:
+                    kwargs[idx] = props[idx]
+            ddb.create_table(**kwargs)
+            if "TimeToLiveSpecification" in props:
+                ddb.update_time_to_live(TableName=name, TimeToLiveSpecification=props["TimeToLiveSpecification"])
+            self.refs[name] = name
+            self.attrs[(name, "Arn")] = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{name}"
+        for name, res in self.resources.items():
+            if res["Type"] == "AWS::Serverless::Api":
+                self.refs[name] = name
+            if res["Type"] == "AWS::Serverless::LayerVersion":
+                self.refs[name] = name
+        self._configure_functions(resolve)
+
+    def _configure_functions(self, resolve: Any) -> None:
+        globals_fn = (self.template.get("Globals") or {}).get("Function", {})
+        env = dict(resolve(globals_fn.get("Environment", {}).get("Variables", {})))
+        directories = function_directories()
+        for name, res in self.resources.items():
+            if res["Type"] != "AWS::Serverless::Function":
+                continue
+            props = res["Properties"]
+            env.update(resolve(props.get("Environment", {}).get("Variables", {})))
+            self.timeouts[name] = int(props.get("Timeout", globals_fn.get("Timeout", 15)))
+            directory = directories[name]
+            for event in (props.get("Events") or {}).values():
+                eprops = resolve(event.get("Properties", {}))
+                if event["Type"] == "Api":
+                    self.routes.append(Route(eprops["Method"], eprops["Path"], name))
+                elif event["Type"] == "SQS":
+                    self.sqs_sources.append({"function": name, "queue": eprops["Queue"],
+                                             "batch": int(eprops.get("BatchSize", 10)),
+                                             "window": int(eprops.get("MaximumBatchingWindowInSeconds", 0)),
+                                             "partial": "ReportBatchItemFailures" in (eprops.get("FunctionResponseTypes") or [])})
+            self.modules[name] = self._load(directory)
+        env["VAULT_ALLOW_LOCAL_EGRESS"] = "1"
+        os.environ.update({k: str(v) for k, v in env.items()})
+        # Concrete routes before greedy ones.
+        self.routes.sort(key=lambda r: ("{" in r.path and "+}" in r.path, r.path.count("{")))
+
+    def _load(self, directory: str) -> ModuleType:
+        layer = str(ROOT / "layers" / "shared" / "python")
+        if layer not in sys.path:
+            sys.path.insert(0, layer)
+        path = ROOT / "functions" / directory / "app.py"
+        spec = importlib.util.spec_from_file_location(f"local_fn_{directory}", path)
+        assert spec and spec.loader
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    # ------------------------------------------------------------ invocation
+    def invoke(self, function: str, event: dict[str, Any]) -> Any:
+        ctx = LambdaContext(function, self.timeouts.get(function, 15))
+        return self.modules[function].lambda_handler(event, ctx)
+
+    def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
+        allowed = False
+        for r in self.routes:
+            m = r.regex.match(path)
+            if m:
+                allowed = True
+                if r.method in (method, "ANY"):
+                    return r, m.groupdict()
+        return None if not allowed else (None, {})  # type: ignore[return-value]
+
+    def api_event(self, method: str, raw_path: str, headers: dict[str, str], body: bytes, route: Route,
+                  params: dict[str, str], source_ip: str) -> dict[str, Any]:
+        split = urlsplit(raw_path)
+        query = parse_qsl(split.query, keep_blank_values=True)
+        try:
+            text, b64 = body.decode("utf-8"), False
+        except UnicodeDecodeError:
+            text, b64 = base64.b64encode(body).decode(), True
+        return {
+            "resource": route.path, "path": split.path, "httpMethod": method,
+            "headers": headers or None, "multiValueHeaders": {k: [v] for k, v in headers.items()} or None,
+            "queryStringParameters": dict(query) or None,
+            "multiValueQueryStringParameters": ({k: [v for kk, v in query if kk == k] for k, _ in query} or None),
+            "pathParameters": params or None, "stageVariables": None,
+            "requestContext": {"requestId": str(uuid.uuid4()), "path": split.path, "stage": self.environment,
+                               "httpMethod": method, "resourcePath": route.path, "accountId": ACCOUNT,
+                               "identity": {"sourceIp": source_ip}},
+            "body": text if body else None, "isBase64Encoded": b64,
+        }
+
+    # ------------------------------------------------------------ SQS event source
+    def start_pollers(self) -> None:
+        for source in self.sqs_sources:
+            threading.Thread(target=self._poll, args=(source,), daemon=True, name=f"sqs-{source['function']}").start()
+
+    def _poll(self, source: dict[str, Any]) -> None:
+        import boto3
+
+        sqs = boto3.client("sqs", region_name=REGION)
+        url = source["queue"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        while not self._stop.is_set():
+            try:
+                out = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=min(10, source["batch"]),
+                                          WaitTimeSeconds=1, AttributeNames=["All"], MessageAttributeNames=["All"])
+            except Exception as exc:  # the server is stopping
+                if self._stop.is_set():
+                    return
+                print(f"sqs poll error: {type(exc).__name__}", file=sys.stderr)
+                time.sleep(0.5)
+                continue
+            messages = out.get("Messages", [])
+            if not messages:
+                continue
+            records = [{
+                "messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
+                "attributes": m.get("Attributes", {}),
+                "messageAttributes": {k: {"stringValue": v.get("StringValue"), "dataType": v.get("DataType")}
+                                      for k, v in m.get("MessageAttributes", {}).items()},
+                "md5OfBody": m.get("MD5OfBody"), "eventSource": "aws:sqs", "eventSourceARN": arn,
+                "awsRegion": REGION,
+            } for m in messages]
+            failed: set[str] = set()
+            try:
+                result = self.invoke(source["function"], {"Records": records})
+                if source["partial"] and isinstance(result, dict):
+                    failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
+            except Exception as exc:
+                # A failed invocation fails the whole batch: every message becomes visible again later.
+                print(f"sqs handler error: {type(exc).__name__}", file=sys.stderr)
+                failed = {r["messageId"] for r in records}
+            done = [{"Id": str(i), "ReceiptHandle": r["receiptHandle"]}
+                    for i, r in enumerate(records) if r["messageId"] not in failed]
+            if done:
+                sqs.delete_message_batch(QueueUrl=url, Entries=done)
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self.moto is not None:
+            self.moto.stop()
+
+
+def make_http_handler(platform: Platform) -> type[BaseHTTPRequestHandler]:
+    extra_routes = _extra_routes()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        server_version = "vault-local"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+            # Method, path and status only (the request line never carries card data or credentials).
+            print(f"http {self.command} {urlsplit(self.path).path} {args[1] if len(args) > 1 else ''}",
+                  file=sys.stderr)
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            path = urlsplit(self.path).path
+            for prefix, fn in extra_routes:
+                if path.startswith(prefix):
+                    status, headers, payload = fn(platform, self.command, self.path, dict(self.headers), body)
+                    return self._reply(status, headers, payload)
+            found = platform.match(self.command, path)
+            if found is None:
+                return self._reply(404, {"Content-Type": "application/json"}, b'{"message": "Not Found"}')
+            route, params = found
+            if route is None:
+                return self._reply(405, {"Content-Type": "application/json"}, b'{"message": "Method Not Allowed"}')
+            headers = {k: v for k, v in self.headers.items()}
+            event = platform.api_event(self.command, self.path, headers, body, route, params, self.client_address[0])
+            try:
+                result = platform.invoke(route.function, event)
+            except Exception as exc:  # what API Gateway answers when a function crashes
+                print(f"function {route.function} raised {type(exc).__name__}", file=sys.stderr)
+                return self._reply(502, {"Content-Type": "application/json"}, b'{"message": "Internal server error"}')
+            payload = result.get("body") or ""
+            data = base64.b64decode(payload) if result.get("isBase64Encoded") else payload.encode("utf-8")
+            self._reply(int(result.get("statusCode", 200)), result.get("headers") or {}, data)
+
+        def _reply(self, status: int, headers: dict[str, str], data: bytes) -> None:
+            self.send_response(status)
+            for k, v in headers.items():
+                if k.lower() not in ("content-length", "connection"):
+                    self.send_header(k, v)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+
+    return Handler
+
+
+def _extra_routes() -> list[tuple[str, Any]]:
+    """Runner-only pages (none are part of the deployed stack)."""
+    try:
+        from local import pages
+    except ImportError:
+        return []
+    return list(getattr(pages, "ROUTES", []))
+
+
+def start(port: int, environment: str = "cert", state_dir: Path | None = None, seed_demo: bool = True,
+          ) -> tuple[Platform, ThreadingHTTPServer, dict[str, Any]]:
+    platform = Platform(environment, state_dir)
+    platform.start_moto()
+    platform.create_resources()
+    server = ThreadingHTTPServer(("127.0.0.1", port), make_http_handler(platform))
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True, name="http").start()
+    base_url = f"http://127.0.0.1:{server.server_address[1]}"
+    os.environ["VAULT_LOCAL_BASE_URL"] = base_url
+    platform.start_pollers()
+    demo: dict[str, Any] = {"baseUrl": base_url, "environment": environment}
+    if seed_demo:
+        from local.seed import seed
+
+        demo.update(seed(base_url))
+    platform.state_dir.mkdir(parents=True, exist_ok=True)
+    (platform.state_dir / "demo.json").write_text(json.dumps(demo, indent=2))
+    return platform, server, demo
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run the whole platform locally (moto + handlers).")
+    parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "3000")))
+    parser.add_argument("--environment", choices=["cert", "prod"], default="cert")
+    parser.add_argument("--state-dir", type=Path, default=ROOT / ".local")
+    parser.add_argument("--no-seed", action="store_true", help="do not create the demo partner, device, ...")
+    parser.add_argument("--quiet-banner", action="store_true",
+                        help="do not print demo credentials (they are still written to <state-dir>/demo.json)")
+    args = parser.parse_args(argv)
+    started = time.monotonic()
+    platform, server, demo = start(args.port, args.environment, args.state_dir, not args.no_seed)
+    banner = {"url": demo["baseUrl"], "environment": args.environment,
+              "startedInSeconds": round(time.monotonic() - started, 2),
+              "demoFile": str(args.state_dir / "demo.json")}
+    print(f"Local platform listening on {demo['baseUrl']}", file=sys.stderr, flush=True)
+    if not args.quiet_banner:
+        # Demo credentials of a throwaway local stack: printing them to the terminal is the point.
+        print(json.dumps({**banner, "demo": demo}, indent=2), file=sys.stderr, flush=True)
+    else:
+        print(json.dumps(banner), file=sys.stderr, flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        while not stop.is_set():
+            stop.wait(0.5)
+    except KeyboardInterrupt:
+        pass
+    print("stopping", file=sys.stderr, flush=True)
+    server.shutdown()
+    platform.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,55 @@
+"""Shared fixtures: an in-process moto backend built from template.yaml, and cache resets."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def reset_platform_state() -> None:
+    """Forget every per-container cache so each test starts cold (settings, clients, records, keys)."""
+    from vaultcore import clock
+    from vaultcore.settings import reset_settings
+    from vaultcore.store.aws import reset_clients
+    from vaultcore.store.keys import clear_key_cache
+
+    reset_settings()
+    reset_clients()
+    clear_key_cache()
+    clock.set_offset(0)
+    import vaultcore.devices.registry as devreg
+    import vaultcore.partners.service as partners
+
+    partners._cache = None
+    devreg._device_cache = None
+    devreg._bdk_cache = None
+    for module_name in ("vaultcore.tokens.service", "vaultcore.proxy.service", "vaultcore.gateway.accounts"):
+        import sys
+
+        module = sys.modules.get(module_name)
+        if module is not None and hasattr(module, "reset_caches"):
+            module.reset_caches()
+
+
+@pytest.fixture
+def platform(monkeypatch):
+    """Every table, queue and key of template.yaml in an in-process moto, and the handlers loaded from it."""
+    from moto import mock_aws
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    saved = dict(os.environ)
+    with mock_aws():
+        from local.runner import Platform
+
+        p = Platform("cert")
+        p.create_resources()
+        reset_platform_state()
+        yield p
+    os.environ.clear()
+    os.environ.update(saved)
+    reset_platform_state()

@@ -1,0 +1,39 @@
+"""Test helpers: API Gateway events and management calls against an in-process platform."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+from urllib.parse import urlencode
+
+
+def api_event(method: str, path: str, body: bytes | str | dict | None = None, headers: dict[str, str] | None = None,
+              query: dict[str, str] | None = None, resource: str | None = None,
+              path_params: dict[str, str] | None = None) -> dict[str, Any]:
+    if isinstance(body, dict):
+        body = json.dumps(body)
+    if isinstance(body, bytes):
+        body = body.decode("utf-8")
+    return {
+        "resource": resource or path, "path": path, "httpMethod": method,
+        "headers": {"Content-Type": "application/json", **(headers or {})},
+        "queryStringParameters": query or None, "pathParameters": path_params,
+        "requestContext": {"requestId": str(uuid.uuid4()), "path": path, "identity": {"sourceIp": "127.0.0.1"}},
+        "body": body, "isBase64Encoded": False,
+        "_query_string": urlencode(query or {}),
+    }
+
+
+def call(platform, function: str, method: str, path: str, body=None, headers=None, **kw) -> tuple[int, dict, Any]:
+    out = platform.invoke(function, api_event(method, path, body, headers, **kw))
+    try:
+        payload = json.loads(out["body"]) if out.get("body") else None
+    except ValueError:
+        payload = out["body"]
+    return out["statusCode"], out.get("headers", {}), payload
+
+
+def admin(platform, method: str, path: str, body=None, query=None) -> tuple[int, Any]:
+    status, _, payload = call(platform, "ManagementFunction", method, path, body, query=query)
+    return status, payload
