@@ -6,8 +6,11 @@ import json
 import urllib.request
 from typing import Any
 
-DEMO_BDK = "0123456789ABCDEFFEDCBA9876543210"  # the ANSI X9.24 / reader vendors' published demo BDK
-DEMO_AES_BDK = "FEDCBA9876543210F1F1F1F1F1F1F1F1"  # ANSI X9.24-3-2017 sample AES-128 BDK
+from vaultcore.devices.simulator import DEFAULT_BDK
+
+# The reader vendors' published demo BDK (ANSI X9.24-1 test key), the simulator's default for each scheme.
+DEMO_BDK = DEFAULT_BDK["tdes"]
+DEMO_AES_BDK = DEFAULT_BDK["aes128"]
 
 
 def admin(base_url: str, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -41,6 +41,10 @@ PROFILES: dict[str, DeviceProfile] = {
                       description="Terminal sending one encrypted field (keyed, track 1/2, EMV 57/5A) and its KSN."),
         DeviceProfile("audio-reader", "audio-reader", "payload",
                       description="Audio-jack swipe reader; KSN, masked tracks and hashes inside the payload."),
+        # A profile only (no code): MagTek-style readers encrypt card data with the PIN variant and no
+        # one-way function by default (MagneSafe "Card Data Encryption Variant").
+        DeviceProfile("terminal-pin-variant", "terminal-field", "request", key_variant="pin",
+                      description="Terminal whose reader encrypts card data with the DUKPT PIN variant."),
     )
 }
 

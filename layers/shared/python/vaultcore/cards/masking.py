@@ -1,0 +1,495 @@
+"""The one masking module of the platform: parser responses, proxy log masks and every log line.
+
+PCI DSS requirement 3.4 (v4.0: 3.4.1) allows at most the first six and the last four digits of a PAN to be
+displayed. Every function here stays within that limit, and values too short to be a whole PAN (fewer than
+13 characters, the shortest PAN length in issue) never show more than half of their characters.
+
+What each function keeps in clear (``*`` replaces a masked character, one for one, so the shape stays):
+
+- :func:`mask_pan`: first six and last four digits; separators (spaces, dashes) stay.
+- :func:`mask_track1` (``%B4242424242424242^SMITH/JOHN^2512101123456?``): sentinels, format code, ``^``
+  separators, PAN first six / last four, the first and last letter of each name word
+  (``S***H/J**N``), the service code. Expiry, discretionary data and the LRC are masked: the discretionary
+  data carries the CVV/PVV of the stripe and the expiry helps card-not-present guessing, while the service
+  code only says how the card may be used and is useful when support reads a log.
+- :func:`mask_track2`: the same for track 2 and the EMV track 2 equivalent (``=``/``D`` separator kept).
+- :func:`mask_keyed` (``PAN[=YYMM[=CVV]]``): PAN first six / last four; expiry and CVV masked.
+- :func:`apply_pattern`: the proxy's log mask patterns (interface.md "Masking patterns").
+- :func:`redact_text`: scrubs card data and secrets out of free text before it is logged.
+
+Masking functions never raise on odd input: what does not have the expected structure is masked entirely
+(every letter and digit becomes ``*``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from vaultcore.cards.brand import BRAND_LENGTHS, detect_brand
+from vaultcore.cards.luhn import luhn_valid
+from vaultcore.cards.tracks import TrackError, track_lrc
+
+__all__ = [
+    "MASK_CHAR",
+    "REDACTED",
+    "MASK_PATTERNS",
+    "mask_pan",
+    "mask_track1",
+    "mask_track2",
+    "mask_keyed",
+    "apply_pattern",
+    "redact_text",
+]
+
+MASK_CHAR = "*"
+REDACTED = "[REDACTED]"
+MASK_PATTERNS: tuple[str, ...] = (
+    "all",
+    "fourPlainFourMasked",
+    "allButFirstSixLastFour",
+    "allButFirstOneLastFour",
+    "allAsRedacted",
+)
+
+# The shortest PAN in issue has 13 digits; below that a value is not a whole PAN and shows at most half.
+_FULL_PAN_MIN = 13
+
+
+# --------------------------------------------------------------------------------------------- basics
+
+
+def _mask_alnum(text: str) -> str:
+    """Every letter and digit masked, everything else kept (the fallback for text of unknown structure)."""
+    return "".join(MASK_CHAR if ch.isalnum() else ch for ch in text)
+
+
+def _visible_counts(length: int, first: int, last: int) -> tuple[int, int]:
+    """How many leading and trailing characters of a ``length``-character value may stay clear."""
+    if length >= _FULL_PAN_MIN:
+        return first, last
+    # Short value: at most half in clear, the trailing characters first (they identify a card to a person).
+    budget = length // 2
+    keep_last = min(last, budget)
+    return min(first, budget - keep_last), keep_last
+
+
+def _keep_ends(value: str, first: int, last: int, *, separators: bool) -> str:
+    """Mask all but the first ``first`` and last ``last`` characters.
+
+    With ``separators`` true only letters and digits count and get masked (``4242 42** **** 4242``); with it
+    false every character counts (the proxy patterns speak of characters).
+    """
+    if separators:
+        # An already masked character still counts, so that masking twice gives the same result.
+        positions = [i for i, ch in enumerate(value) if ch.isalnum() or ch == MASK_CHAR]
+    else:
+        positions = list(range(len(value)))
+    keep_first, keep_last = _visible_counts(len(positions), first, last)
+    masked = positions[keep_first : len(positions) - keep_last]
+    if not masked:
+        return value
+    chars = list(value)
+    for i in masked:
+        chars[i] = MASK_CHAR
+    return "".join(chars)
+
+
+def mask_pan(pan: str) -> str:
+    """``4242424242424242`` -> ``424242******4242`` (PCI DSS 3.4: first six and last four at most).
+
+    Spaces and dashes between digit groups stay in place. Values shorter than 13 digits keep at most half
+    their digits, the last ones first (``12345678`` -> ``****5678``).
+    """
+    if not pan:
+        return pan
+    return _keep_ends(pan, 6, 4, separators=True)
+
+
+# --------------------------------------------------------------------------------------------- tracks
+
+_NAME_WORD_RE = re.compile(r"[^/ .]+")
+_TRACK1_SHAPE_RE = re.compile(
+    r"(?P<ss>%?)(?P<fc>[A-Za-z])(?P<pan>[^^?]*)\^(?P<name>[^^?]*)\^(?P<rest>[^?]*)(?:(?P<es>\?)(?P<lrc>.?))?",
+    re.DOTALL,
+)
+_TRACK2_SHAPE_RE = re.compile(
+    r"(?P<ss>;?)(?P<b>[Bb]?)(?P<pan>[0-9 ]*)(?P<sep>[=Dd])(?P<rest>[^?]*)(?:(?P<es>\?)(?P<lrc>.?))?",
+    re.DOTALL,
+)
+
+
+def _mask_name_word(match: re.Match[str]) -> str:
+    word = match.group(0)
+    if len(word) <= 1:
+        return word  # an initial
+    if len(word) == 2:
+        return word[0] + MASK_CHAR
+    return word[0] + MASK_CHAR * (len(word) - 2) + word[-1]
+
+
+def _mask_name(name: str) -> str:
+    """``SMITH/JOHN`` -> ``S***H/J**N``: the first and last letter of each word, padding spaces kept."""
+    return _NAME_WORD_RE.sub(_mask_name_word, name)
+
+
+def _mask_tail(rest: str, absent: str) -> str:
+    """Expiry masked, service code kept, discretionary data masked (ISO/IEC 7813 field order)."""
+    out = []
+    pos = 0
+    if rest[:1] == absent:
+        out.append(absent)
+        pos = 1
+    else:
+        out.append(_mask_alnum(rest[:4]))
+        pos = 4
+    if pos < len(rest):
+        if rest[pos] == absent:
+            out.append(absent)
+            pos += 1
+        else:
+            service = rest[pos : pos + 3]
+            out.append(service if service.isdigit() else _mask_alnum(service))
+            pos += 3
+    out.append(_mask_alnum(rest[pos:]))
+    return "".join(out)
+
+
+def _lrc_mask(match: re.Match[str]) -> str:
+    return (match["es"] or "") + (MASK_CHAR if match["lrc"] else "")
+
+
+def mask_track1(text: str) -> str:
+    """Mask an ISO/IEC 7813 track 1, with or without sentinels and LRC (see the module doc for what stays).
+
+    >>> mask_track1("%B4242424242424242^SMITH/JOHN^2512101123456?")
+    '%B424242******4242^S***H/J**N^****101******?'
+    """
+    if not text:
+        return text
+    match = _TRACK1_SHAPE_RE.fullmatch(text)
+    if match is None:
+        return _mask_alnum(text)
+    return (
+        match["ss"]
+        + match["fc"]
+        + mask_pan(match["pan"])
+        + "^"
+        + _mask_name(match["name"])
+        + "^"
+        + _mask_tail(match["rest"], "^")
+        + _lrc_mask(match)
+    )
+
+
+def mask_track2(text: str) -> str:
+    """Mask a track 2 or EMV track 2 equivalent text, with or without sentinels and LRC.
+
+    >>> mask_track2(";4242424242424242=25121011234?0")
+    ';424242******4242=****101****?*'
+    """
+    if not text:
+        return text
+    match = _TRACK2_SHAPE_RE.fullmatch(text)
+    if match is None:
+        return _mask_alnum(text)
+    sep = match["sep"]
+    return match["ss"] + match["b"] + mask_pan(match["pan"]) + sep + _mask_tail(match["rest"], sep) + _lrc_mask(match)
+
+
+def mask_keyed(text: str) -> str:
+    """Mask a keyed entry ``PAN[=YYMM[=CVV]]``: PAN first six / last four, expiry and CVV masked.
+
+    >>> mask_keyed("4242424242424242=2512=123")
+    '424242******4242=****=***'
+    """
+    if not text:
+        return text
+    pan, sep, rest = text.partition("=")
+    return mask_pan(pan) + sep + _mask_alnum(rest)
+
+
+# --------------------------------------------------------------------------------------------- proxy patterns
+
+
+def _four_plain_four_masked(value: str) -> str:
+    plain = [i for i in range(len(value)) if (i // 4) % 2 == 0]
+    if len(value) < _FULL_PAN_MIN:
+        # A short value shows at most half: the plain characters beyond that budget are masked too.
+        plain = plain[: len(value) // 2]
+    keep = set(plain)
+    return "".join(ch if i in keep else MASK_CHAR for i, ch in enumerate(value))
+
+
+def apply_pattern(value: str, pattern: str) -> str:
+    """Apply a proxy log mask pattern to ``value`` (interface.md "Masking patterns", public-facts.md).
+
+    - ``all``: every character becomes ``*``.
+    - ``fourPlainFourMasked``: groups of four characters, alternately plain and masked, plain first
+      (``1234****9012****``).
+    - ``allButFirstSixLastFour`` / ``allButFirstOneLastFour``: the middle masked.
+    - ``allAsRedacted``: the literal ``[REDACTED]`` (hides the length too).
+
+    Values shorter than 13 characters never show more than half of their characters, whatever the pattern
+    (a short value is not a PAN and may be a CVV or a secret). Raises ``ValueError`` for another pattern.
+    """
+    if pattern == "allAsRedacted":
+        return REDACTED
+    if pattern == "all":
+        return MASK_CHAR * len(value)
+    if pattern == "fourPlainFourMasked":
+        return _four_plain_four_masked(value)
+    if pattern == "allButFirstSixLastFour":
+        return _keep_ends(value, 6, 4, separators=False)
+    if pattern == "allButFirstOneLastFour":
+        return _keep_ends(value, 1, 4, separators=False)
+    raise ValueError("unknown mask pattern")
+
+
+# --------------------------------------------------------------------------------------------- free text
+
+# Authorization values with a single credential (Basic, Bearer, an API key, or no scheme at all): keep the
+# scheme, redact the credential. Hmac and Digest carry named parameters and are handled by _PARAM_AUTH_RE.
+_AUTH_TOKEN_RE = re.compile(
+    r"(?P<prefix>\b(?:proxy-)?authorization\\?[\"']?\s*[:=]\s*\\?[\"']?)"
+    r"(?!(?:hmac|digest)\s+[a-z][\w-]*\s*=)"
+    r"(?:(?P<scheme>basic|bearer|token|negotiate|apikey|hmac|digest)\s+)?"
+    r"(?P<cred>\[REDACTED\]|[^\s\"'\\,;]+)",
+    re.IGNORECASE,
+)
+_PARAM_VALUE = r"(?:\\?\"[^\"\\\r\n]*\\?\"|'[^'\r\n]*'|\[REDACTED\]|[^\s,\"'\\]+)"
+_PARAM_AUTH_RE = re.compile(
+    rf"\b(?P<scheme>hmac|digest)(?P<params>(?:(?:\s*,\s*|\s+)[a-z][\w-]*\s*=\s*{_PARAM_VALUE})+)",
+    re.IGNORECASE,
+)
+_PARAM_RE = re.compile(rf"(?P<key>[a-z][\w-]*)(?P<eq>\s*=\s*)(?P<val>{_PARAM_VALUE})", re.IGNORECASE)
+# Parameters that prove knowledge of the key or allow a replay; username, timestamp, realm and uri stay.
+_SECRET_PARAMS = frozenset({"nonce", "cnonce", "response", "signature"})
+
+# key: value / key=value pairs whose value is a secret, in JSON, escaped JSON, Python reprs, form data and
+# header lines. A key must stand alone (``vault_token_card_verification`` holds a token, not a CVV).
+_SECRET_KEYS = (
+    r"partner[_-]?key|api[_-]?access[_-]?key|api[_-]?key|x-api-key|access[_-]?key|shared[_-]?key|secret"
+    r"|password|passwd|key|card[_-]?verification|cvv2?|cvc2?|discretionary|decrypted"
+)
+_PAN_KEYS = r"card[_-]?number|pan|primary[_-]?account[_-]?number"
+_BARE_END = r"(?=$|[\s&,;}\]\"'\\<])"
+_KV_RE = re.compile(
+    rf"(?<![\w-])(?P<key>(?P<secret>{_SECRET_KEYS})|(?P<pankey>{_PAN_KEYS}))(?![\w-])"
+    r"(?P<sep>\\?[\"']?\s*[:=]\s*)"
+    r"(?P<val>\\\"(?:[^\"\\]|\\(?!\"))*\\\"|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|\[REDACTED\]"
+    rf"|[0-9*](?:[ -]?[0-9*])*+{_BARE_END}|[^\s&,;}}\]\"'\\<]+)",
+    re.IGNORECASE,
+)
+_XML_SECRET_RE = re.compile(
+    rf"<(?P<tag>{_SECRET_KEYS})>(?P<val>[^<]*)</(?P=tag)>",
+    re.IGNORECASE,
+)
+
+# Track 1 (format B) and track 2 / track 2 equivalent in free text. Track 1 needs its ^ separators; its last
+# part runs to the end sentinel, bounded by the longest track (79 characters).
+_TRACK1_RE = re.compile(
+    r"(?:%|(?<![A-Za-z0-9]))B(?P<pan>[0-9]{12,19})\^[^^?\r\n\"\\]{0,40}\^[^?\r\n\"\\]{0,79}"
+    r"(?:(?P<es>\?)(?P<lrc>[\x20-\x5f])?)?"
+)
+_TRACK2_RE = re.compile(
+    r";?(?P<pan>[0-9]{12,19})(?P<sep>[=Dd])(?:[0-9]{4}|(?P=sep))(?:[0-9]|(?P=sep))*(?:[Ff]0*(?![0-9A-Za-z]))?"
+    r"(?:(?P<es>\?)(?P<lrc>[\x30-\x3f])?)?"
+)
+# Keys, cryptograms, MACs, decrypted blocks: long runs of hex digits.
+_HEX_RE = re.compile(r"[0-9A-Fa-f]{32,}")
+# Digit runs, single spaces or dashes allowed between digits, at least 13 digits.
+_PAN_CANDIDATE_RE = re.compile(r"(?<![0-9])[0-9](?:[ -]?[0-9]){12,}")
+# Identifiers of a fixed documented shape that are long digit runs by design: a messageId has 25 digits and a
+# KSN 20 hex digits. Their values are not scanned for a PAN glued to other digits (they would be masked for
+# no reason in one case out of three); a whole-value Luhn PAN is still masked.
+_EXEMPT_KEY_RE = re.compile(r"(?:message[_-]?id|ksn)\\?[\"']?\s*[:=]\s*\\?[\"']?\Z", re.IGNORECASE)
+_WINDOW_MIN, _WINDOW_MAX = 13, 19
+
+
+def _redact_auth_token(match: re.Match[str]) -> str:
+    scheme = match["scheme"]
+    return match["prefix"] + (f"{scheme} " if scheme else "") + REDACTED
+
+
+def _quoted_redacted(value: str) -> str:
+    """``REDACTED`` in the same quoting as ``value`` (so JSON stays JSON)."""
+    if value.startswith('\\"'):
+        return f'\\"{REDACTED}\\"'
+    if value[:1] in "\"'":
+        return f"{value[0]}{REDACTED}{value[0]}"
+    return REDACTED
+
+
+def _redact_param(match: re.Match[str]) -> str:
+    if match["key"].lower() not in _SECRET_PARAMS:
+        return match.group(0)
+    return match["key"] + match["eq"] + _quoted_redacted(match["val"])
+
+
+def _redact_param_auth(match: re.Match[str]) -> str:
+    return match["scheme"] + _PARAM_RE.sub(_redact_param, match["params"])
+
+
+def _redact_kv(match: re.Match[str]) -> str:
+    value = match["val"]
+    head = match["key"] + match["sep"]
+    if match["secret"] is not None:
+        if value[:1] not in "\"'\\" and value != REDACTED and match["sep"][:1] in "\"'\\":
+            # A bare value (number, null) after a quoted key: quote the replacement so JSON stays JSON.
+            quote = '\\"' if match["sep"].startswith("\\") else match["sep"][0]
+            return f"{head}{quote}{REDACTED}{quote}"
+        return head + _quoted_redacted(value)
+    # A PAN-named value is masked even when it fails the Luhn check: a mistyped PAN is still card data.
+    if value.startswith('\\"'):
+        quote, inner = '\\"', value[2:-2]
+    elif value[:1] in "\"'":
+        quote, inner = value[0], value[1:-1]
+    else:
+        quote, inner = "", value
+    if inner and all(ch.isdigit() or ch in " -*" for ch in inner):
+        return head + quote + mask_pan(inner) + quote
+    return match.group(0)
+
+
+def _redact_xml(match: re.Match[str]) -> str:
+    tag = match["tag"]
+    return f"<{tag}>{REDACTED}</{tag}>"
+
+
+def _lrc_is(track: str, candidate: str | None) -> bool:
+    if not candidate:
+        return False
+    try:
+        return track_lrc(track) == candidate
+    except TrackError:
+        return False
+
+
+def _redact_track(match: re.Match[str], masker: Callable[[str], str]) -> str:
+    text = match.group(0)
+    lrc = match["lrc"]
+    if lrc is None:
+        return masker(text)
+    track = text[:-1]
+    # The character after the end sentinel is masked as the LRC only when it is the track's LRC; otherwise it
+    # is ordinary text (the end of a sentence, a quote) and stays.
+    if track[:1] in "%;" and _lrc_is(track, lrc):
+        return masker(track) + MASK_CHAR
+    return masker(track) + lrc
+
+
+def _redact_track1(match: re.Match[str]) -> str:
+    return _redact_track(match, mask_track1)
+
+
+def _redact_track2(match: re.Match[str]) -> str:
+    return _redact_track(match, mask_track2)
+
+
+def _redact_hex(match: re.Match[str]) -> str:
+    return f"[hex:{len(match.group(0))}]"
+
+
+def _window_masks(digits: str) -> set[int]:
+    """Digit positions to mask inside a run that is not itself a PAN: the middle of every window of 13 to
+    19 digits that has a known brand, a length that brand issues and a valid Luhn digit (a PAN glued to a
+    tag, a length or an expiry, as in ``5A08<PAN>`` or ``<PAN>2512``).
+
+    The brand and length conditions keep ordinary long numbers readable: with the Luhn check alone, almost
+    every run of 20 digits would hold some valid window.
+    """
+    masked: set[int] = set()
+    n = len(digits)
+    for start in range(n - _WINDOW_MIN + 1):
+        lengths = BRAND_LENGTHS[detect_brand(digits[start : start + 6])]
+        for length in lengths:
+            end = start + length
+            if end <= n and luhn_valid(digits[start:end]):
+                masked.update(range(start + 6, end - 4))
+    return masked
+
+
+def _group_masks(digits: str, group_starts: list[int]) -> set[int]:
+    """Digit positions to mask for groups (split by spaces or dashes) that together form a Luhn-valid 13 to
+    19 digit number, whatever its brand (``order 12 4000 0000 0000 0002``). Group boundaries are where a
+    person puts them, so no brand condition is needed to keep false positives rare."""
+    masked: set[int] = set()
+    bounds = [*group_starts, len(digits)]
+    for i in range(len(group_starts)):
+        for j in range(i + 1, len(bounds)):
+            start, end = bounds[i], bounds[j]
+            if end - start > _WINDOW_MAX:
+                break
+            if end - start >= _WINDOW_MIN and luhn_valid(digits[start:end]):
+                masked.update(range(start + 6, end - 4))
+    return masked
+
+
+def _redact_pan(match: re.Match[str]) -> str:
+    text = match.group(0)
+    positions = [i for i, ch in enumerate(text) if ch.isdigit()]
+    digits = "".join(text[i] for i in positions)
+    if len(digits) <= _WINDOW_MAX and luhn_valid(digits):
+        masked = set(range(6, len(digits) - 4))
+    else:
+        separated = len(positions) != len(text)
+        context = match.string[max(0, match.start() - 24) : match.start()]
+        if not separated and _EXEMPT_KEY_RE.search(context):
+            return text
+        masked = _window_masks(digits)
+        if separated:
+            # Index (in digits) of each group's first digit: a digit whose predecessor in text is a separator.
+            starts = [0] + [k for k in range(1, len(positions)) if positions[k] != positions[k - 1] + 1]
+            masked |= _group_masks(digits, starts)
+        if not masked:
+            return text
+    chars = list(text)
+    for index in masked:
+        chars[positions[index]] = MASK_CHAR
+    return "".join(chars)
+
+
+def redact_text(text: str) -> str:
+    """Scrub card data and secrets from free text before it is logged. Idempotent.
+
+    In this order:
+
+    1. ``Authorization`` values: ``Basic``/``Bearer``/other single credentials become ``[REDACTED]`` (the
+       scheme stays); ``Hmac``/``Digest`` keep the scheme, ``username``, ``timestamp`` and the like, while
+       ``nonce``, ``cnonce``, ``response`` and ``signature`` become ``[REDACTED]``.
+    2. Values of secret keys (``partnerKey``, ``api_accesskey``, ``card_verification``, ``cvv``, ``secret``,
+       ``password``, ``discretionary``, ...) in JSON, escaped JSON, reprs, form data, headers and XML become
+       ``[REDACTED]``; values of PAN keys (``card_number``, ``pan``) are masked as PANs even when the Luhn
+       check fails.
+    3. Track 1 (``%B...^...^...?``) and track 2 / track 2 equivalent (``;PAN=...?``, ``PAN=YYMM...``,
+       ``PAN D YYMM...``) are masked as by :func:`mask_track1` / :func:`mask_track2`.
+    4. Runs of 32 or more hex digits (keys, cryptograms, ciphertexts) become ``[hex:<length>]``.
+    5. Digit runs of 13 to 19 digits (single spaces or dashes allowed between digits) that pass the Luhn
+       check are masked as PANs. Longer runs, and runs failing the check, are searched for a PAN next to
+       other digits: consecutive space/dash-separated groups forming a Luhn-valid 13-19 digit number, or,
+       anywhere in the run, a window with a known brand, a length of that brand and a valid Luhn digit (a PAN
+       glued to a tag, a length or an expiry). Their middle digits are masked. This repeats until nothing
+       changes, so that a second call changes nothing. A PAN of no known brand glued to other digits without
+       a separator is not found (the price of leaving long identifiers readable), and the unseparated values
+       of ``messageId`` and ``ksn`` keys are not searched for glued PANs.
+
+    Ordinary text (words, amounts, dates, UUIDs, short identifiers) is left alone.
+    """
+    if not text:
+        return text
+    text = _AUTH_TOKEN_RE.sub(_redact_auth_token, text)
+    text = _PARAM_AUTH_RE.sub(_redact_param_auth, text)
+    text = _KV_RE.sub(_redact_kv, text)
+    if "<" in text:
+        text = _XML_SECRET_RE.sub(_redact_xml, text)
+    text = _TRACK1_RE.sub(_redact_track1, text)
+    text = _TRACK2_RE.sub(_redact_track2, text)
+    text = _HEX_RE.sub(_redact_hex, text)
+    # Masking a PAN glued to other digits can leave a shorter run that is itself Luhn-valid: repeat until
+    # stable (each round masks at least one more digit, so this ends).
+    while True:
+        redacted = _PAN_CANDIDATE_RE.sub(_redact_pan, text)
+        if redacted == text:
+            return text
+        text = redacted

@@ -1,0 +1,83 @@
+"""The device-decryption port and its two adapters (DESIGN.md §4).
+
+- :class:`SoftwareDukpt`: the BDK is unwrapped by KMS (cached per container for a bounded time) and DUKPT runs
+  in this process. For cert and local use.
+- :class:`PaymentCryptographyDukpt`: AWS Payment Cryptography ``DecryptData`` with DUKPT attributes; the BDK
+  never leaves the HSM (PCI P2PE wants decryption inside an HSM). Selected for devices whose BDK is
+  registered by ``hsmKeyArn``.
+
+Both answer the same question: the plaintext of ``ciphertext`` under the device's BDK and this KSN.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from vaultcore.crypto import dukpt
+from vaultcore.devices.registry import Bdk, bdk_key_material
+from vaultcore.errors import DependencyError, ValidationError
+
+__all__ = ["Decryptor", "SoftwareDukpt", "PaymentCryptographyDukpt", "decryptor_for"]
+
+
+class Decryptor(Protocol):
+    def decrypt(self, bdk: Bdk, ksn: bytes, ciphertext: bytes, variant: str) -> bytes: ...
+
+
+class SoftwareDukpt:
+    def decrypt(self, bdk: Bdk, ksn: bytes, ciphertext: bytes, variant: str) -> bytes:
+        return dukpt.decrypt(bdk.scheme, bdk_key_material(bdk), ksn, ciphertext, variant)
+
+
+# AWS Payment Cryptography names (DukptAttributes): derivation type per scheme, variant per key variant.
+_APC_DERIVATION = {"tdes": "TDES_2KEY", "aes128": "AES_128", "aes256": "AES_256"}
+_APC_VARIANT = {"data": "REQUEST", "data_response": "RESPONSE"}
+
+
+class PaymentCryptographyDukpt:
+    def __init__(self, client: object | None = None) -> None:
+        self._client = client  # the seam tests use (botocore Stubber)
+
+    def _api(self) -> object:
+        if self._client is None:
+            from vaultcore.store.aws import client
+
+            self._client = client("payment-cryptography-data")
+        return self._client
+
+    def decrypt(self, bdk: Bdk, ksn: bytes, ciphertext: bytes, variant: str) -> bytes:
+        from botocore.exceptions import BotoCoreError, ClientError
+
+        if variant not in _APC_VARIANT:
+            raise ValidationError("This device's key variant is not available with HSM keys.", code=2605)
+        block = dukpt.block_size(bdk.scheme)
+        try:
+            out = self._api().decrypt_data(  # type: ignore[attr-defined]
+                KeyIdentifier=bdk.hsm_key_arn, CipherText=ciphertext.hex().upper(),
+                DecryptionAttributes={"Dukpt": {
+                    "KeySerialNumber": ksn.hex().upper(), "Mode": "CBC",
+                    "DukptKeyDerivationType": _APC_DERIVATION[bdk.scheme],
+                    "DukptKeyVariant": _APC_VARIANT[variant],
+                    "InitializationVector": "00" * block,
+                }})
+        except ClientError as exc:
+            code = exc.response.get("Error", {}).get("Code", "")
+            if code in ("ValidationException",):
+                raise ValidationError("The HSM could not decrypt this payload.", code=2600) from None
+            raise DependencyError("Internal error: the decryption service is unreachable.", code=1) from None
+        except BotoCoreError:
+            raise DependencyError("Internal error: the decryption service is unreachable.", code=1) from None
+        return bytes.fromhex(out["PlainText"])
+
+
+_software = SoftwareDukpt()
+_hsm: PaymentCryptographyDukpt | None = None
+
+
+def decryptor_for(bdk: Bdk) -> Decryptor:
+    global _hsm
+    if bdk.hsm_key_arn:
+        if _hsm is None:
+            _hsm = PaymentCryptographyDukpt()
+        return _hsm
+    return _software
