@@ -305,6 +305,7 @@ _PAN_CANDIDATE_RE = re.compile(r"(?<![0-9])[0-9](?:[ -]?[0-9]){12,}")
 # no reason in one case out of three); a whole-value Luhn PAN is still masked.
 _EXEMPT_KEY_RE = re.compile(r"(?:message[_-]?id|ksn)\\?[\"']?\s*[:=]\s*\\?[\"']?\Z", re.IGNORECASE)
 _WINDOW_MIN, _WINDOW_MAX = 13, 19
+_MAX_PASSES = 8
 
 
 def _redact_auth_token(match: re.Match[str]) -> str:
@@ -468,16 +469,29 @@ def redact_text(text: str) -> str:
     5. Digit runs of 13 to 19 digits (single spaces or dashes allowed between digits) that pass the Luhn
        check are masked as PANs. Longer runs, and runs failing the check, are searched for a PAN next to
        other digits: consecutive space/dash-separated groups forming a Luhn-valid 13-19 digit number, or,
-       anywhere in the run, a window with a known brand, a length of that brand and a valid Luhn digit (a PAN
-       glued to a tag, a length or an expiry). Their middle digits are masked. This repeats until nothing
-       changes, so that a second call changes nothing. A PAN of no known brand glued to other digits without
-       a separator is not found (the price of leaving long identifiers readable), and the unseparated values
-       of ``messageId`` and ``ksn`` keys are not searched for glued PANs.
+       anywhere in the run, a window with a known brand, a length of that brand and a valid Luhn digit (a
+       PAN glued to a tag, a length or an expiry). Their middle digits are masked. A PAN of no known brand
+       glued to other digits without a separator is not found (the price of leaving long identifiers
+       readable), and the unseparated values of ``messageId`` and ``ksn`` keys are not searched for glued
+       PANs.
 
-    Ordinary text (words, amounts, dates, UUIDs, short identifiers) is left alone.
+    The steps repeat until nothing changes, so that a second call changes nothing. Ordinary text (words,
+    amounts, dates, UUIDs, short identifiers) is left alone.
     """
     if not text:
         return text
+    # A replacement can expose a match for an earlier step (a hex run glued to a key name becomes
+    # ``[hex:32]pan: ...``; a PAN masked inside a longer run leaves a shorter run that may pass Luhn): run the
+    # steps again until nothing changes. Text without card data costs one pass; the bound is a safety net.
+    for _ in range(_MAX_PASSES):
+        redacted = _redact_once(text)
+        if redacted == text:
+            break
+        text = redacted
+    return text
+
+
+def _redact_once(text: str) -> str:
     text = _AUTH_TOKEN_RE.sub(_redact_auth_token, text)
     text = _PARAM_AUTH_RE.sub(_redact_param_auth, text)
     text = _KV_RE.sub(_redact_kv, text)
@@ -486,10 +500,4 @@ def redact_text(text: str) -> str:
     text = _TRACK1_RE.sub(_redact_track1, text)
     text = _TRACK2_RE.sub(_redact_track2, text)
     text = _HEX_RE.sub(_redact_hex, text)
-    # Masking a PAN glued to other digits can leave a shorter run that is itself Luhn-valid: repeat until
-    # stable (each round masks at least one more digit, so this ends).
-    while True:
-        redacted = _PAN_CANDIDATE_RE.sub(_redact_pan, text)
-        if redacted == text:
-            return text
-        text = redacted
+    return _PAN_CANDIDATE_RE.sub(_redact_pan, text)
