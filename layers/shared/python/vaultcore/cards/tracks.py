@@ -390,6 +390,10 @@ def _track_spans(text: str) -> list[tuple[int, int, int]]:
 def split_tracks(text: str) -> tuple[str | None, str | None]:
     """The first track 1 (``%...?``) and the first track 2 (``;...=...?``) in ``text``, sentinels kept,
     LRC dropped; ``None`` for a track that is not there. For readers that return the tracks concatenated.
+
+    The character after an end sentinel is taken as that track's LRC unless it is a start sentinel followed
+    by track data: an LRC can itself be ``%`` or ``;``, but a following track always has data after its
+    start sentinel, while an LRC is followed by the next start sentinel or by the end of the data.
     """
     track1: str | None = None
     track2: str | None = None
