@@ -71,14 +71,18 @@ class Route:
         self.function = function
         pattern = re.sub(r"\{(\w+)\+\}", r"(?P<\1>.+)", path)
         pattern = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", pattern)
-        self.regex = re.compile("^" + pattern + "$")
+        # API Gateway (REST) also routes the path with a trailing slash to a resource (/api/qsapi/3.8/).
+        self.regex = re.compile("^" + (pattern.rstrip("/") or "") + "/?$")
 
 
 class Platform:
     """Everything the runner starts; also used in-process by the end-to-end tests' helpers."""
 
-    def __init__(self, environment: str = "cert", state_dir: Path | None = None) -> None:
+    def __init__(self, environment: str = "cert", state_dir: Path | None = None,
+                 env_overrides: dict[str, str] | None = None, max_receive_count: int | None = None) -> None:
         self.environment = environment
+        self.env_overrides = env_overrides or {}
+        self.max_receive_count = max_receive_count
         self.state_dir = state_dir or ROOT / ".local"
         self.template = load_template()
         self.params = parameters_with_defaults(self.template, {"Environment": environment})
@@ -90,6 +94,7 @@ class Platform:
         self.modules: dict[str, ModuleType] = {}
         self.timeouts: dict[str, int] = {}
         self.sqs_sources: list[dict[str, Any]] = []
+        self.queue_urls_by_arn: dict[str, str] = {}
         self.moto = None
         self._stop = threading.Event()
 
@@ -131,12 +136,16 @@ class Platform:
             props = resolve(res.get("Properties", {}))
             attributes = {k: str(props[k]) for k in ("VisibilityTimeout", "MessageRetentionPeriod") if k in props}
             if "RedrivePolicy" in props:
-                attributes["RedrivePolicy"] = json.dumps(props["RedrivePolicy"])
+                policy = dict(props["RedrivePolicy"])
+                if self.max_receive_count:  # runner-only override, so tests reach the DLQ quickly
+                    policy["maxReceiveCount"] = self.max_receive_count
+                attributes["RedrivePolicy"] = json.dumps(policy)
             url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
             arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
             self.refs[name] = url
             self.attrs[(name, "Arn")] = arn
             self.attrs[(name, "QueueName")] = name
+            self.queue_urls_by_arn[arn] = url
         for name, res in self.resources.items():
             if res["Type"] != "AWS::DynamoDB::Table":
                 continue
@@ -176,12 +185,14 @@ class Platform:
                 if event["Type"] == "Api":
                     self.routes.append(Route(eprops["Method"], eprops["Path"], name))
                 elif event["Type"] == "SQS":
-                    self.sqs_sources.append({"function": name, "queue": eprops["Queue"],
+                    self.sqs_sources.append({"function": name,
+                                             "queue": self.queue_urls_by_arn.get(eprops["Queue"], eprops["Queue"]),
                                              "batch": int(eprops.get("BatchSize", 10)),
                                              "window": int(eprops.get("MaximumBatchingWindowInSeconds", 0)),
                                              "partial": "ReportBatchItemFailures" in (eprops.get("FunctionResponseTypes") or [])})
             self.modules[name] = self._load(directory)
         env["VAULT_ALLOW_LOCAL_EGRESS"] = "1"
+        env.update(self.env_overrides)
         os.environ.update({k: str(v) for k, v in env.items()})
         # Concrete routes before greedy ones.
         self.routes.sort(key=lambda r: ("{" in r.path and "+}" in r.path, r.path.count("{")))
@@ -344,18 +355,26 @@ def _extra_routes() -> list[tuple[str, Any]]:
     return list(getattr(pages, "ROUTES", []))
 
 
+class _Server(ThreadingHTTPServer):
+    # The stdlib default backlog of 5 resets connections under bursts (20 concurrent partners); API Gateway
+    # would queue them.
+    request_queue_size = 256
+
+
 def start(port: int, environment: str = "cert", state_dir: Path | None = None, seed_demo: bool = True,
+          env_overrides: dict[str, str] | None = None, max_receive_count: int | None = None,
           ) -> tuple[Platform, ThreadingHTTPServer, dict[str, Any]]:
-    platform = Platform(environment, state_dir)
-    platform.start_moto()
+    platform = Platform(environment, state_dir, env_overrides, max_receive_count)
+    aws_endpoint = platform.start_moto()
     platform.create_resources()
-    server = ThreadingHTTPServer(("127.0.0.1", port), make_http_handler(platform))
+    server = _Server(("127.0.0.1", port), make_http_handler(platform))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True, name="http").start()
     base_url = f"http://127.0.0.1:{server.server_address[1]}"
     os.environ["VAULT_LOCAL_BASE_URL"] = base_url
     platform.start_pollers()
-    demo: dict[str, Any] = {"baseUrl": base_url, "environment": environment}
+    # The moto endpoint lets end-to-end tests inspect what the platform stored (table scans for card data).
+    demo: dict[str, Any] = {"baseUrl": base_url, "environment": environment, "awsEndpoint": aws_endpoint}
     if seed_demo:
         from local.seed import seed
 
@@ -373,9 +392,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-seed", action="store_true", help="do not create the demo partner, device, ...")
     parser.add_argument("--quiet-banner", action="store_true",
                         help="do not print demo credentials (they are still written to <state-dir>/demo.json)")
+    parser.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                        help="override a function environment variable (e.g. POSTBACK_RETRY_SCHEDULE=1,1,1)")
+    parser.add_argument("--max-receive-count", type=int, default=None,
+                        help="override the queues' maxReceiveCount (runner only; for tests of the DLQ)")
     args = parser.parse_args(argv)
     started = time.monotonic()
-    platform, server, demo = start(args.port, args.environment, args.state_dir, not args.no_seed)
+    overrides = dict(item.split("=", 1) for item in args.env)
+    platform, server, demo = start(args.port, args.environment, args.state_dir, not args.no_seed, overrides,
+                                   args.max_receive_count)
     banner = {"url": demo["baseUrl"], "environment": args.environment,
               "startedInSeconds": round(time.monotonic() - started, 2),
               "demoFile": str(args.state_dir / "demo.json")}

@@ -24,7 +24,9 @@ def reset_platform_state() -> None:
     partners._cache = None
     devreg._device_cache = None
     devreg._bdk_cache = None
-    for module_name in ("vaultcore.tokens.service", "vaultcore.proxy.service", "vaultcore.gateway.accounts"):
+    for module_name in ("vaultcore.tokens.service", "vaultcore.tokens.keys", "vaultcore.tokens.template_store", "vaultcore.proxy.service", "vaultcore.gateway.accounts",
+                        "vaultcore.wallet.settings", "vaultcore.wallet.session", "vaultcore.fraud.collector",
+                        "vaultcore.fraud.keys"):
         import sys
 
         module = sys.modules.get(module_name)

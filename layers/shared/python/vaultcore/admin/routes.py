@@ -1,6 +1,10 @@
 """Imports every management route module so their routes register (the management function's one import)."""
 
-from vaultcore.admin import foundation  # noqa: F401
+from vaultcore.admin import (
+    foundation,  # noqa: F401
+    postbacks,  # noqa: F401
+    tokens,  # noqa: F401
+)
 from vaultcore.admin.router import dispatch
 
 __all__ = ["dispatch"]

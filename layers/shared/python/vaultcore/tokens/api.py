@@ -1,0 +1,96 @@
+"""POST /api/tokenization/tokenize (secure API): clear values in, tokens and their bfid out.
+
+Request: ``Authorization`` (HMAC; Basic for key-security partners), JSON body
+``{reference?, templateRef, values: [{name, value}], omit?}``.
+
+Optional device headers (spec: tokenization request): ``dev-device-serial``, ``dev-device-type``,
+``dev-payload``, plus ``dev-ksn`` (the DUKPT key sequence number; required for the terminal device type, whose
+KSN travels beside the payload, absent for the audio reader, whose KSN is inside it) and ``dev-client-id``
+(optional, as ``clientId`` of the parser). When any of them is sent, the payload is decrypted exactly like
+``POST /api/decrypt/parser`` (same checks and 1201/1202/1203/2xxx codes) and the decrypted card fills the
+template's ``vault_token_card_number`` (the PAN), ``vault_token_card_expiration`` (expiry as ``MMYY``),
+``vault_token_first_name`` and ``vault_token_last_name`` (track 1 name) when the template has those fields,
+the card carries the data and the body did not give a value for them (a value in the body wins). A template
+without ``vault_token_card_number`` cannot take a device payload (3030).
+
+Response: ``{success: true, reference?, messageId, bfid, values: [{name, value}]}`` (tokens, matched by name;
+order not guaranteed). With ``"omit": true`` the response carries no ``values``: the tokens are only
+available to the gateway's read step (one hour) under the bfid.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vaultcore.api.http import Request, Response
+from vaultcore.api.secure import json_object_body, reference_of, success
+from vaultcore.auth.authenticator import authenticate_header
+from vaultcore.tokens.errors import NO_CARD_FIELD, OMIT_INVALID, VALUES_ENTRY, VALUES_MISSING, TokenServiceError
+from vaultcore.tokens.service import template_for, tokenize_values
+
+__all__ = ["tokenize_endpoint", "DEVICE_HEADERS", "CARD_NUMBER_FIELD", "CARD_EXPIRATION_FIELD"]
+
+DEVICE_HEADERS = ("dev-device-serial", "dev-device-type", "dev-payload", "dev-ksn", "dev-client-id")
+CARD_NUMBER_FIELD = "vault_token_card_number"
+CARD_EXPIRATION_FIELD = "vault_token_card_expiration"
+FIRST_NAME_FIELD = "vault_token_first_name"
+LAST_NAME_FIELD = "vault_token_last_name"
+MAX_VALUES = 64
+
+
+def _body_values(raw: Any, required: bool) -> list[tuple[str, str]]:
+    if raw is None and not required:
+        return []
+    if not isinstance(raw, list) or (required and not raw):
+        raise TokenServiceError("values must be a non-empty array of {name, value} objects.", code=VALUES_MISSING)
+    if len(raw) > MAX_VALUES:
+        raise TokenServiceError(f"values may hold at most {MAX_VALUES} entries.", code=VALUES_MISSING)
+    pairs = []
+    for i, entry in enumerate(raw):
+        if not (isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("value"), str)):
+            raise TokenServiceError(f"values[{i}] must be an object with a string name and a string value.",
+                                    code=VALUES_ENTRY)
+        pairs.append((entry["name"], entry["value"]))
+    return pairs
+
+
+def _device_values(partner_id: str, request: Request, template_ref: Any, given: set[str]) -> list[tuple[str, str]]:
+    """Values decrypted from the device headers for the template's card fields the body did not give."""
+    template = template_for(partner_id, template_ref)
+    if CARD_NUMBER_FIELD not in template:
+        raise TokenServiceError(f"templateRef {template.template_ref} has no {CARD_NUMBER_FIELD} field to fill "
+                                f"from the device payload.", code=NO_CARD_FIELD)
+    # Imported here: the decryption stack (DUKPT, track parsing) is only needed by calls that carry a payload.
+    from vaultcore.devices.parser import ParserError, decrypt_for_partner
+
+    card = decrypt_for_partner(partner_id, request.header("dev-device-type"), request.header("dev-device-serial"),
+                               request.header("dev-payload"), request.header("dev-ksn"),
+                               request.header("dev-client-id"))
+    if card.pan is None:
+        raise ParserError("No card number was found in the decrypted data.", code=2800)
+    sources = [s for s in (card.track2, card.track1, card.keyed) if s is not None]
+    expiry = next((s.expiry_mmyy for s in sources if s.expiry_mmyy), None)
+    found = {CARD_NUMBER_FIELD: card.pan, CARD_EXPIRATION_FIELD: expiry}
+    if card.track1 is not None:
+        found[FIRST_NAME_FIELD] = card.track1.first_name
+        found[LAST_NAME_FIELD] = card.track1.surname
+    return [(name, value) for name, value in found.items() if value and name in template and name not in given]
+
+
+def tokenize_endpoint(request: Request) -> Response:
+    # Authenticate first: an unauthenticated caller learns nothing about its body's validity.
+    caller = authenticate_header(request)
+    body = json_object_body(request)
+    reference = reference_of(body)
+    omit = body.get("omit", False)
+    if not isinstance(omit, bool):
+        raise TokenServiceError("omit must be true or false.", code=OMIT_INVALID)
+    with_device = any(request.header(h) is not None for h in DEVICE_HEADERS)
+    pairs = _body_values(body.get("values"), required=not with_device)
+    if with_device:
+        pairs += _device_values(caller.partner_id, request, body.get("templateRef"), {n for n, _ in pairs})
+    result = tokenize_values(caller.partner_id, body.get("templateRef"), pairs)  # type: ignore[arg-type]
+    payload: dict[str, Any] = {"bfid": result.bfid}
+    if not omit:
+        payload["values"] = [{"name": name, "value": token} for name, token in result.values.items()]
+    return success(payload, reference)

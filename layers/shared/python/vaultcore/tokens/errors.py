@@ -1,0 +1,98 @@
+"""Public errors of the tokenization service (codes 3000-3099), shared by the service, the endpoint and the
+management routes.
+
+Every message names the field, template or rule at fault, never a value, a token or a key: messages are
+returned to callers and logged (PCI DSS 3.3, 10.2). 3010 is deliberately one message for every bfid that does
+not verify (malformed, forged, altered, another partner's, unknown or retired key version), so a caller cannot
+probe which case applies.
+
+| code | HTTP | meaning |
+|---|---|---|
+| 3000 | 400 | templateRef missing or not a string |
+| 3001 | 400 | templateRef unknown for this partner (404 on the management API) |
+| 3002 | 400 | a field name is not in the template |
+| 3003 | 400 | a value (or token) is not valid for its field: characters, Luhn, MMYY, ABA checksum, e-mail ... |
+| 3004 | 400 | a value (or token) is shorter or longer than the field allows |
+| 3005 | 400 | the same field name appears twice in values |
+| 3010 | 400 | the bfid is invalid (malformed, forged, altered, another partner's, retired key version) |
+| 3011 | 400 | nothing stored under the bfid, or its one-hour read window has passed |
+| 3012 | 400 | the field is irreversible: its tokens are never detokenized |
+| 3013 | 400 | the field is outside its active window |
+| 3014 | 400 | the bfid was issued for another templateRef |
+| 3020 | 400 | values missing, empty, not an array, or more than 64 entries |
+| 3021 | 400 | a values entry is not an object with string name and value |
+| 3022 | 400 | omit is not a boolean |
+| 3030 | 400 | device headers sent but the template has no card number field to fill |
+| 3050 | 400 | management: the template definition is invalid (the message says which member and rule) |
+| 3060 | 404 | management: no such tokenization key version |
+| 3061 | 409 | management: the current key version cannot be retired (rotate first) |
+| 3062 | 409 | management: a concurrent key rotation won; retry |
+"""
+
+from __future__ import annotations
+
+from vaultcore.errors import Conflict, NotFound, ValidationError
+
+__all__ = [
+    "TokenServiceError",
+    "TokenNotFound",
+    "TokenConflict",
+    "TEMPLATE_REF_MISSING",
+    "TEMPLATE_UNKNOWN",
+    "FIELD_UNKNOWN",
+    "VALUE_INVALID",
+    "VALUE_LENGTH",
+    "FIELD_DUPLICATE",
+    "BFID_INVALID",
+    "READ_WINDOW",
+    "FIELD_IRREVERSIBLE",
+    "FIELD_INACTIVE",
+    "BFID_OTHER_TEMPLATE",
+    "VALUES_MISSING",
+    "VALUES_ENTRY",
+    "OMIT_INVALID",
+    "NO_CARD_FIELD",
+    "TEMPLATE_INVALID",
+    "KEY_VERSION_UNKNOWN",
+    "KEY_CURRENT",
+    "KEY_ROTATION_RACE",
+    "BFID_INVALID_MESSAGE",
+]
+
+TEMPLATE_REF_MISSING = 3000
+TEMPLATE_UNKNOWN = 3001
+FIELD_UNKNOWN = 3002
+VALUE_INVALID = 3003
+VALUE_LENGTH = 3004
+FIELD_DUPLICATE = 3005
+BFID_INVALID = 3010
+READ_WINDOW = 3011
+FIELD_IRREVERSIBLE = 3012
+FIELD_INACTIVE = 3013
+BFID_OTHER_TEMPLATE = 3014
+VALUES_MISSING = 3020
+VALUES_ENTRY = 3021
+OMIT_INVALID = 3022
+NO_CARD_FIELD = 3030
+TEMPLATE_INVALID = 3050
+KEY_VERSION_UNKNOWN = 3060
+KEY_CURRENT = 3061
+KEY_ROTATION_RACE = 3062
+
+BFID_INVALID_MESSAGE = "The bfid is not valid."
+
+
+class TokenServiceError(ValidationError):
+    """A tokenization request cannot be served; ``code`` is one of this module's 30xx codes (HTTP 400)."""
+
+    code = BFID_INVALID
+    status = 400
+    default_message = BFID_INVALID_MESSAGE
+
+
+class TokenNotFound(NotFound):
+    """Management API: a template or key version does not exist (HTTP 404, 30xx code)."""
+
+
+class TokenConflict(Conflict):
+    """Management API: the request conflicts with the key ring's state (HTTP 409, 30xx code)."""

@@ -1,0 +1,259 @@
+"""The tokenization service: the API the tokenize endpoint, the proxy and the gateway use.
+
+* :func:`tokenize_values`: clear values → tokens under a new (or a given, verified) bfid; optionally stores the
+  tokens (never the values) in the Tokens table for the gateway's one-hour read step.
+* :func:`detokenize_values`: bfid + tokens → clear values (no public endpoint: clear data leaves the platform
+  only toward configured proxy targets and the gateway).
+* :func:`read_stored_tokens`: the gateway's bfid-only read step.
+* :func:`template_for`: the template a tokenization would use (the endpoint fills card fields from it).
+
+Every bfid is verified before anything is looked up with it (DESIGN.md §4): the unverified partner id must be
+the caller's (else 3010 at once), the key version it names must be current or active, and its MAC must verify
+under that version's key (:func:`vaultcore.tokens.bfid.parse_bfid`); only then are the Tokens table, the template
+or the token engine touched. All of these failures are the same 3010 error.
+
+Errors are :class:`~vaultcore.tokens.errors.TokenServiceError` (a ValidationError, HTTP 400) with the codes of
+:mod:`vaultcore.tokens.errors`; messages never contain a value, a token or a bfid.
+"""
+
+from __future__ import annotations
+
+import hmac
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from vaultcore import clock
+from vaultcore.logs import get_logger
+from vaultcore.store import tokens as token_store
+from vaultcore.tokens import keys as token_keys
+from vaultcore.tokens import template_store
+from vaultcore.tokens.bfid import BfidError, BfidInfo, new_bfid, parse_bfid, peek_bfid_unverified
+from vaultcore.tokens.engine import (
+    INACTIVE,
+    IRREVERSIBLE,
+    TOO_LONG,
+    TOO_SHORT,
+    TokenError,
+    detokenize_value,
+    tokenize_value,
+)
+from vaultcore.tokens.errors import (
+    BFID_INVALID,
+    BFID_INVALID_MESSAGE,
+    BFID_OTHER_TEMPLATE,
+    FIELD_DUPLICATE,
+    FIELD_INACTIVE,
+    FIELD_IRREVERSIBLE,
+    FIELD_UNKNOWN,
+    READ_WINDOW,
+    TEMPLATE_REF_MISSING,
+    TEMPLATE_UNKNOWN,
+    VALUE_INVALID,
+    VALUE_LENGTH,
+    VALUES_ENTRY,
+    VALUES_MISSING,
+    TokenServiceError,
+)
+from vaultcore.tokens.template_store import StoredTemplate
+from vaultcore.tokens.templates import Template, TemplateError, TemplateField
+from vaultcore.tokens.validation import ValueRuleError, check_value
+
+__all__ = ["TokenizeResult", "TokenServiceError", "tokenize_values", "detokenize_values", "read_stored_tokens",
+           "template_for", "READ_WINDOW_SECONDS", "reset_caches"]
+
+#: The gateway's read-and-detokenize window (spec Limits: one hour from data capture).
+READ_WINDOW_SECONDS = 3600
+_log = get_logger("tokens")
+
+
+@dataclass(frozen=True)
+class TokenizeResult:
+    """What a tokenization produced. ``values`` maps field name → token (kept out of repr: tokens stay out of
+    logs and tracebacks)."""
+
+    bfid: str
+    values: dict[str, str] = field(repr=False)
+    template_ref: str
+    template_version: int = 1
+    key_version: int = 1
+
+
+def reset_caches() -> None:
+    """Forget every per-container cache of the service (keys, key rings, templates)."""
+    token_keys.reset_caches()
+    template_store.reset_caches()
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+
+
+def _template(partner_id: str, template_ref: object) -> StoredTemplate:
+    if not isinstance(template_ref, str) or not template_ref:
+        raise TokenServiceError("templateRef is required.", code=TEMPLATE_REF_MISSING)
+    stored = template_store.load_latest(partner_id, template_ref)
+    if stored is None:
+        raise TokenServiceError("templateRef is not a template of this partner.", code=TEMPLATE_UNKNOWN)
+    return stored
+
+
+def template_for(partner_id: str, template_ref: str) -> Template:
+    """The template (latest version) a tokenization of ``template_ref`` would use; 3000/3001 otherwise."""
+    return _template(partner_id, template_ref).template
+
+
+def _field(template: Template, name: str) -> TemplateField:
+    try:
+        return template.get_field(name)
+    except TemplateError:
+        raise TokenServiceError(f"templateRef {template.template_ref} has no field {name[:64]!r}.",
+                                code=FIELD_UNKNOWN) from None
+
+
+def _pairs(values: Iterable[tuple[str, str]] | None) -> list[tuple[str, str]]:
+    if values is None or isinstance(values, str | bytes | Mapping):
+        raise TokenServiceError("values must be a non-empty list of name and value pairs.", code=VALUES_MISSING)
+    pairs = list(values)
+    if not pairs:
+        raise TokenServiceError("values must be a non-empty list of name and value pairs.", code=VALUES_MISSING)
+    seen: set[str] = set()
+    for i, pair in enumerate(pairs):
+        if not (isinstance(pair, tuple | list) and len(pair) == 2 and all(isinstance(x, str) for x in pair)):
+            raise TokenServiceError(f"values[{i}] must have a string name and a string value.", code=VALUES_ENTRY)
+        if pair[0] in seen:
+            raise TokenServiceError(f"field {pair[0][:64]!r} appears more than once in values.",
+                                    code=FIELD_DUPLICATE)
+        seen.add(pair[0])
+    return [(str(n), str(v)) for n, v in pairs]
+
+
+def _engine_error(exc: TokenError) -> TokenServiceError:
+    code = {IRREVERSIBLE: FIELD_IRREVERSIBLE, INACTIVE: FIELD_INACTIVE, TOO_SHORT: VALUE_LENGTH,
+            TOO_LONG: VALUE_LENGTH}.get(exc.code, VALUE_INVALID)
+    return TokenServiceError(exc.message, code=code)
+
+
+def _check(field_: TemplateField, value: str) -> None:
+    """Length and characters (the engine's own rules), then the type's rule, before any encryption."""
+    lo, hi = field_.length_range
+    if not lo <= len(value) <= hi:
+        raise TokenServiceError(f"value for field {field_.name} must be {lo} to {hi} characters.", code=VALUE_LENGTH)
+    try:
+        check_value(field_, value)
+    except ValueRuleError as exc:
+        raise TokenServiceError(str(exc) + ".", code=VALUE_INVALID) from None
+
+
+def _invalid_bfid() -> TokenServiceError:
+    return TokenServiceError(BFID_INVALID_MESSAGE, code=BFID_INVALID)
+
+
+def _verify(partner_id: str, bfid: object) -> tuple[BfidInfo, token_keys.TokenKeys, StoredTemplate]:
+    """Verify ``bfid`` for ``partner_id`` before any lookup keyed by it (module docstring); one 3010 otherwise."""
+    if not isinstance(bfid, str):
+        raise _invalid_bfid()
+    try:
+        claimed_partner, key_version = peek_bfid_unverified(bfid)
+    except BfidError:
+        raise _invalid_bfid() from None
+    # Another partner's bfid is refused before its key ring is even read: the same answer as a forged one.
+    if not hmac.compare_digest(claimed_partner.encode(), partner_id.encode()):
+        raise _invalid_bfid()
+    keys = token_keys.keys_for_version(partner_id, key_version)
+    if keys is None:  # unknown or retired version
+        raise _invalid_bfid()
+    try:
+        info = parse_bfid(keys.mac_key, bfid, expected_partner_id=partner_id)
+    except BfidError:
+        raise _invalid_bfid() from None
+    named = template_store.split_bfid_template(info.template_ref)
+    stored = None if named is None else template_store.load_version(partner_id, named[0], named[1])
+    if stored is None:  # a verified bfid always names a published template: only data loss gets here
+        raise TokenServiceError("The bfid's template is not available.", code=TEMPLATE_UNKNOWN)
+    return info, keys, stored
+
+
+# ---------------------------------------------------------------------------------------------- the API
+
+
+def tokenize_values(partner_id: str, template_ref: str, values: list[tuple[str, str]], *, bfid: str | None = None,
+                    store: bool = True) -> TokenizeResult:
+    """Tokenize ``values`` (``(field name, clear value)`` pairs) with the partner's template ``template_ref``.
+
+    Without ``bfid`` a new bfid is issued under the partner's current key and the template's latest version;
+    with one, it must verify for the partner (3010) and name ``template_ref`` (3014), and the tokens are made
+    under its key and template version (the same value in the same field gives the same token again).
+    Every value is validated (3002-3005, 3020, 3021) before anything is encrypted or written.
+    With ``store`` the tokens are written under the bfid to the Tokens table, readable for
+    :data:`READ_WINDOW_SECONDS` by :func:`read_stored_tokens` (one DynamoDB write).
+    """
+    pairs = _pairs(values)
+    if bfid is None:
+        stored = _template(partner_id, template_ref)
+        keys = None
+    else:
+        if not isinstance(template_ref, str) or not template_ref:
+            raise TokenServiceError("templateRef is required.", code=TEMPLATE_REF_MISSING)
+        _info, keys, stored = _verify(partner_id, bfid)
+        if stored.template_ref != template_ref:
+            raise TokenServiceError("The bfid was issued for another templateRef.", code=BFID_OTHER_TEMPLATE)
+    fields = [(_field(stored.template, name), value) for name, value in pairs]
+    for f, value in fields:
+        _check(f, value)
+    now = int(clock.now())
+    if bfid is None:
+        keys = token_keys.current_keys(partner_id)
+        bfid = new_bfid(keys.mac_key, keys.version, stored.bfid_field, partner_id, issued_at=now)
+    assert keys is not None
+    tokens: dict[str, str] = {}
+    for f, value in fields:
+        try:
+            tokens[f.name] = tokenize_value(keys.ff1_key, bfid, f, value)
+        except TokenError as exc:
+            raise _engine_error(exc) from None
+    if store:
+        # Rounded up, so the read window is never shorter than the hour (the clock has sub-second precision).
+        expires_at = math.ceil(clock.now()) + READ_WINDOW_SECONDS
+        token_store.put_tokens(bfid, partner_id, stored.template_ref, stored.version, keys.version, tokens, now,
+                               expires_at)
+    _log.info("values tokenized", extra={"partner_id": partner_id, "count": len(tokens), "event": "tokenize"})
+    return TokenizeResult(bfid, tokens, stored.template_ref, stored.version, keys.version)
+
+
+def detokenize_values(partner_id: str, bfid: str, tokens: dict[str, str]) -> dict[str, str]:
+    """Clear values of ``tokens`` (field name → token) made under ``bfid``, per the bfid's template version.
+
+    The bfid is verified first (3010). Then, per field: not in the template 3002, irreversible 3012, outside
+    its active window 3013, malformed token 3003/3004. An empty ``tokens`` returns ``{}`` (after verifying).
+    """
+    info, keys, stored = _verify(partner_id, bfid)
+    if not isinstance(tokens, Mapping):
+        raise TokenServiceError("tokens must map field names to tokens.", code=VALUES_ENTRY)
+    now = clock.now()
+    out: dict[str, str] = {}
+    for name, token in tokens.items():
+        if not isinstance(name, str) or not isinstance(token, str):
+            raise TokenServiceError("tokens must map field names to tokens.", code=VALUES_ENTRY)
+        f = _field(stored.template, name)
+        try:
+            out[name] = detokenize_value(keys.ff1_key, bfid, f, token, issued_at=info.issued_at, now=now)
+        except TokenError as exc:
+            raise _engine_error(exc) from None
+    _log.info("tokens detokenized", extra={"partner_id": partner_id, "count": len(out), "event": "detokenize"})
+    return out
+
+
+def read_stored_tokens(partner_id: str, bfid: str) -> dict[str, str]:
+    """The tokens stored under ``bfid`` (field name → token), within the one-hour read window.
+
+    The bfid is verified first (3010). Nothing stored, another partner's item, or an item whose ``expiresAt``
+    has passed (DynamoDB deletes expired items lazily, so the attribute is checked here) → 3011.
+    """
+    _verify(partner_id, bfid)
+    item = token_store.get_token_item(bfid)
+    expires_at = item.get("expiresAt") if item is not None else None
+    if (item is None or item.get("partnerId") != partner_id or not isinstance(expires_at, int | float)
+            or expires_at <= clock.now()):
+        raise TokenServiceError("Nothing is stored under this bfid, or its one-hour read window has passed.",
+                                code=READ_WINDOW)
+    return token_store.stored_tokens(item)
