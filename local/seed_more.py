@@ -10,4 +10,7 @@ def seed(base_url: str, demo: dict[str, Any]) -> dict[str, Any]:
     from local.seed_tokens import seed_tokens
 
     out.update(seed_tokens(base_url, demo))
+    from local.seed_gateway import seed_gateway
+
+    out.update(seed_gateway(base_url, demo))
     return out

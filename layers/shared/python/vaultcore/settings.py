@@ -20,6 +20,7 @@ class Settings:
     proxy_logs_table: str
     deliveries_table: str
     idempotency_table: str
+    signals_table: str
     kms_key_id: str
     postback_queue_url: str
     postback_dlq_url: str
@@ -48,6 +49,7 @@ def settings() -> Settings:
         proxy_logs_table=env.get("PROXY_LOGS_TABLE", "ProxyLogs"),
         deliveries_table=env.get("DELIVERIES_TABLE", "Deliveries"),
         idempotency_table=env.get("IDEMPOTENCY_TABLE", "Idempotency"),
+        signals_table=env.get("SIGNALS_TABLE", "Signals"),
         kms_key_id=env.get("KMS_KEY_ID", "alias/vault-platform"),
         postback_queue_url=env.get("POSTBACK_QUEUE_URL", ""),
         postback_dlq_url=env.get("POSTBACK_DLQ_URL", ""),

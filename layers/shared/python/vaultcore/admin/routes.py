@@ -1,6 +1,7 @@
 """Imports every management route module so their routes register (the management function's one import)."""
 
 from vaultcore.admin import (
+    accounts,  # noqa: F401
     foundation,  # noqa: F401
     postbacks,  # noqa: F401
     tokens,  # noqa: F401

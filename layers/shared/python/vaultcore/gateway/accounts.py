@@ -1,0 +1,344 @@
+"""Gateway merchant accounts: creation, lookup (cached per container), authentication, postback secret.
+
+Registry item ``ACCOUNT#<account_id>`` / ``PROFILE``::
+
+    accountId      12 digits (public-facts: a 12-digit account id)
+    partnerId      the partner whose tokenization keys auto-tokenization and token payments use (optional)
+    options        {tokenization, token_payments, token_data_in_postback, token_data_in_rsapi, fraud_scoring}
+    postbackUrl    https URL checked against the egress policy (CWE-918), or absent
+    status         active | disabled
+    keyHash        SHA-256 hex of api_accesskey, the only form authentication uses (the key is 128 random bits:
+                   a fast hash suffices)
+    keyWrapped     api_accesskey KMS-wrapped, read only by the postback sender: the spec's postback ``hash`` is
+                   SHA-256 of ``account_id,api_accesskey,timestamp`` (public-facts), which needs the key itself.
+                   Same protection as the partners' HMAC keys (envelope encryption, DESIGN.md §4).
+    postbackSecret the postback signing secret, KMS-wrapped (vaultcore.store.keys; context below)
+
+``api_accesskey`` and ``postback_secret`` are returned once, at creation. The postback sender obtains the URL,
+the access key and the secret with :func:`postback_target` (contexts ``{"purpose": "account-accesskey" |
+"account-postback", "accountId": <id>}``); the signing key is the UTF-8 bytes of the 64-hex-character secret
+the merchant received.
+
+Authentication (spec Authentication rule 2): ``account_id`` and ``api_accesskey`` in the request, the key's
+hash compared with :func:`hmac.compare_digest`; an unknown account is compared against a dummy hash so timing
+does not tell it apart. Every failure is the same ``error_code`` 102.
+
+Optional hash authentication (public-facts): ``hash`` = lowercase hex SHA-256 of ``account_id,api_accesskey,
+timestamp`` followed by the values of the variables named in ``hash_key`` (comma-separated), all joined by
+commas. Because the platform keeps only a hash of the access key, the key is still sent and verified; the hash
+then adds freshness (``timestamp`` within 15 minutes of server time, as the HMAC scheme) and binds the named
+values (for example ``transaction_amount``) to the key holder.
+
+Records are cached per container for ``RECORD_CACHE_SECONDS`` (60 s by default): an option or postback URL
+changed through the management API reaches every container within that bound.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from vaultcore import clock
+from vaultcore.cache import TTLCache
+from vaultcore.errors import Conflict, NotFound, ValidationError
+from vaultcore.gateway.errors import E, GatewayError
+from vaultcore.ids import numeric_id
+from vaultcore.settings import settings
+from vaultcore.store import registry
+from vaultcore.store.keys import unwrap_secret, wrap_secret
+
+__all__ = [
+    "OPTION_NAMES",
+    "HASH_WINDOW_SECONDS",
+    "Account",
+    "create_account",
+    "get_account",
+    "update_account",
+    "load_account",
+    "authenticate",
+    "expected_hash",
+    "postback_secret_of",
+    "postback_secret_context",
+    "postback_target",
+    "reset_caches",
+]
+
+OPTION_NAMES = ("tokenization", "token_payments", "token_data_in_postback", "token_data_in_rsapi", "fraud_scoring")
+HASH_WINDOW_SECONDS = 15 * 60
+_NEEDS_PARTNER = ("tokenization", "token_payments")
+_DUMMY_HASH = hashlib.sha256(b"no such account").hexdigest().encode()
+_cache: TTLCache[Account] | None = None
+
+
+@dataclass(frozen=True)
+class Account:
+    account_id: str
+    partner_id: str | None
+    options: dict[str, bool] = field(default_factory=dict)
+    postback_url: str | None = None
+    status: str = "active"
+    key_hash: str = ""
+    created_at: int = 0
+
+    def option(self, name: str) -> bool:
+        return bool(self.options.get(name, False))
+
+    @property
+    def active(self) -> bool:
+        return self.status == "active"
+
+    def public_view(self) -> dict[str, Any]:
+        return {"account_id": self.account_id, "partnerId": self.partner_id,
+                "options": {k: self.option(k) for k in OPTION_NAMES}, "postback_url": self.postback_url,
+                "status": self.status, "created_at": self.created_at}
+
+
+def _account_cache() -> TTLCache[Account]:
+    global _cache
+    if _cache is None:
+        _cache = TTLCache(settings().record_cache_seconds, max_items=4096)
+    return _cache
+
+
+def reset_caches() -> None:
+    global _cache
+    _cache = None
+
+
+def _pk(account_id: str) -> str:
+    return f"ACCOUNT#{account_id}"
+
+
+def _from_item(item: dict[str, Any]) -> Account:
+    return Account(account_id=item["accountId"], partner_id=item.get("partnerId") or None,
+                   options={k: bool(v) for k, v in (item.get("options") or {}).items()},
+                   postback_url=item.get("postbackUrl") or None, status=item.get("status", "active"),
+                   key_hash=item.get("keyHash", ""), created_at=int(item.get("createdAt", 0)))
+
+
+def postback_secret_context(account_id: str) -> dict[str, str]:
+    return {"purpose": "account-postback", "accountId": account_id}
+
+
+def _accesskey_context(account_id: str) -> dict[str, str]:
+    return {"purpose": "account-accesskey", "accountId": account_id}
+
+
+# ------------------------------------------------------------------------------------------- management
+def _check_options(raw: Any, base: dict[str, bool] | None = None) -> dict[str, bool]:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ValidationError("options must be an object of booleans.")
+    unknown = sorted(set(raw) - set(OPTION_NAMES))
+    if unknown:
+        raise ValidationError(f"Unknown option(s): {', '.join(str(u)[:40] for u in unknown[:5])}.")
+    out = {k: bool((base or {}).get(k, False)) for k in OPTION_NAMES}
+    for name, value in raw.items():
+        if not isinstance(value, bool):
+            raise ValidationError(f"options.{name} must be a boolean.")
+        out[name] = value
+    return out
+
+
+def _check_partner(partner_id: Any) -> str | None:
+    if partner_id is None:
+        return None
+    if not isinstance(partner_id, str) or not partner_id or len(partner_id) > 64:
+        raise ValidationError("partnerId must be a partner id.")
+    from vaultcore.partners.service import get_partner
+
+    try:
+        get_partner(partner_id)
+    except NotFound as exc:
+        raise ValidationError("partnerId names no partner.") from exc
+    return partner_id
+
+
+def _check_postback_url(url: Any) -> str | None:
+    if url is None:
+        return None
+    if not isinstance(url, str) or not url:
+        raise ValidationError("postback_url must be a URL string or null.")
+    from vaultcore.net.ssrf import EgressError, EgressPolicy, validate_target_url
+
+    try:
+        return validate_target_url(url, EgressPolicy.from_env()).url
+    except (EgressError, ValueError) as exc:
+        # The egress messages are fixed strings that never echo the URL.
+        raise ValidationError(f"postback_url is not allowed: {getattr(exc, 'message', 'invalid URL')}") from exc
+
+
+def _check_consistency(partner_id: str | None, options: dict[str, bool]) -> None:
+    for name in _NEEDS_PARTNER:
+        if options.get(name) and not partner_id:
+            raise ValidationError(f"options.{name} needs a partnerId (whose tokenization keys it uses).")
+
+
+def _hash_key(api_accesskey: str) -> str:
+    return hashlib.sha256(api_accesskey.encode("utf-8")).hexdigest()
+
+
+def create_account(body: dict[str, Any]) -> dict[str, Any]:
+    """Create an account; the answer holds ``api_accesskey`` and ``postback_secret``, shown this once."""
+    unknown = sorted(set(body) - {"partnerId", "options", "postback_url"})
+    if unknown:
+        raise ValidationError(f"Unknown member(s): {', '.join(str(u)[:40] for u in unknown[:5])}.")
+    partner_id = _check_partner(body.get("partnerId"))
+    options = _check_options(body.get("options"))
+    _check_consistency(partner_id, options)
+    postback_url = _check_postback_url(body.get("postback_url"))
+    api_accesskey = secrets.token_hex(16)  # 32 hex characters, the original's key format
+    postback_secret = secrets.token_hex(32)
+    now = int(clock.now())
+    for _ in range(5):
+        account_id = numeric_id(12)
+        item = {"pk": _pk(account_id), "sk": "PROFILE", "type": "gateway-account", "accountId": account_id,
+                "partnerId": partner_id, "options": options, "postbackUrl": postback_url, "status": "active",
+                "keyHash": _hash_key(api_accesskey),
+                "keyWrapped": wrap_secret(api_accesskey.encode("ascii"), _accesskey_context(account_id)),
+                "postbackSecret": wrap_secret(postback_secret.encode("ascii"), postback_secret_context(account_id)),
+                "createdAt": now, "updatedAt": now}
+        try:
+            registry.put_new(item)
+        except registry.ConditionFailed:
+            continue  # a 12-digit collision: draw again
+        account = _from_item(item)
+        return {**account.public_view(), "api_accesskey": api_accesskey, "postback_secret": postback_secret}
+    raise Conflict("Could not allocate an account id; retry.")
+
+
+def get_account(account_id: str) -> Account:
+    """The account, read consistently (management API)."""
+    if not isinstance(account_id, str) or len(account_id) != 12 or not account_id.isdigit():
+        raise NotFound("Account not found.")
+    item = registry.get(_pk(account_id), "PROFILE", consistent=True)
+    if item is None:
+        raise NotFound("Account not found.")
+    return _from_item(item)
+
+
+def update_account(account_id: str, body: dict[str, Any]) -> Account:
+    """PATCH semantics: only the members sent change (``options`` merge key by key; null removes a URL)."""
+    unknown = sorted(set(body) - {"partnerId", "options", "postback_url", "status"})
+    if unknown:
+        raise ValidationError(f"Unknown member(s): {', '.join(str(u)[:40] for u in unknown[:5])}.")
+    current = get_account(account_id)
+    fields: dict[str, Any] = {}
+    partner_id = current.partner_id
+    if "partnerId" in body:
+        partner_id = _check_partner(body["partnerId"])
+        fields["partnerId"] = partner_id or ""  # "" = none (an update cannot SET null)
+    options = _check_options(body.get("options"), current.options) if "options" in body else dict(current.options)
+    _check_consistency(partner_id, options)
+    if "options" in body:
+        fields["options"] = options
+    if "postback_url" in body:
+        fields["postbackUrl"] = _check_postback_url(body["postback_url"]) or ""
+    if "status" in body:
+        if body["status"] not in ("active", "disabled"):
+            raise ValidationError("status must be 'active' or 'disabled'.")
+        fields["status"] = body["status"]
+    if not fields:
+        return current
+    fields["updatedAt"] = int(clock.now())
+    try:
+        item = registry.update_fields(_pk(account_id), "PROFILE", fields)
+    except registry.ConditionFailed as exc:
+        raise NotFound("Account not found.") from exc
+    _account_cache().invalidate(account_id)
+    return _from_item(item)
+
+
+def load_account(account_id: str) -> Account | None:
+    """The account, cached per container; None when unknown."""
+    cached = _account_cache().get(account_id)
+    if cached is not None:
+        return cached
+    item = registry.get(_pk(account_id), "PROFILE")
+    if item is None:
+        return None
+    account = _from_item(item)
+    _account_cache().put(account_id, account)
+    return account
+
+
+def postback_secret_of(account_id: str) -> bytes:
+    """The account's postback signing key (for the postback sender); unwrapped with the per-container cache."""
+    item = registry.get(_pk(account_id), "PROFILE")
+    if item is None or "postbackSecret" not in item:
+        raise NotFound("Account not found.")
+    return unwrap_secret(item["postbackSecret"], postback_secret_context(account_id))
+
+
+def postback_target(account_id: str) -> Any:
+    """What the postback sender needs for one delivery: URL, access key (for the spec's hash) and signing secret.
+
+    None when the account is unknown, disabled or has no postback URL (nothing to deliver). One Registry read;
+    the unwrapped keys are cached per container by :mod:`vaultcore.store.keys`.
+    """
+    from vaultcore.postback.sender import PostbackTarget
+
+    item = registry.get(_pk(account_id), "PROFILE") if isinstance(account_id, str) else None
+    if item is None or not item.get("postbackUrl") or item.get("status", "active") != "active":
+        return None
+    if "keyWrapped" not in item or "postbackSecret" not in item:
+        return None
+    key = unwrap_secret(item["keyWrapped"], _accesskey_context(account_id)).decode("ascii")
+    secret = unwrap_secret(item["postbackSecret"], postback_secret_context(account_id))
+    return PostbackTarget(url=item["postbackUrl"], api_accesskey=key, secret=secret)
+
+
+# ------------------------------------------------------------------------------------------- authentication
+def expected_hash(account_id: str, api_accesskey: str, timestamp: str, extra_values: list[str]) -> str:
+    """The public-facts hash: lowercase hex SHA-256 of the comma-joined values.
+
+    >>> expected_hash("123456789012", "e6f157d2-66cf-43d5-8a56-c4c57d5760d7", "1360870400", []) == (
+    ...     hashlib.sha256(b"123456789012,e6f157d2-66cf-43d5-8a56-c4c57d5760d7,1360870400").hexdigest())
+    True
+    """
+    return hashlib.sha256(",".join([account_id, api_accesskey, timestamp, *extra_values]).encode("utf-8")).hexdigest()
+
+
+def _fail() -> GatewayError:
+    return GatewayError(E.AUTHENTICATION)
+
+
+def authenticate(variables: dict[str, str], *, now: float) -> Account:
+    """The account the request's credentials name; every failure is the same error 102."""
+    account_id = variables.get("account_id")
+    if account_id is None:
+        raise GatewayError(E.MISSING, "account_id is required.")
+    if len(account_id) != 12 or not (account_id.isascii() and account_id.isdigit()):
+        raise GatewayError(E.ACCOUNT_ID)
+    key = variables.get("api_accesskey")
+    if not key:
+        raise GatewayError(E.MISSING, "api_accesskey is required.")
+    account = load_account(account_id)
+    try:
+        presented = _hash_key(key).encode("ascii")
+    except UnicodeError as exc:  # pragma: no cover - sha256 hex is ASCII
+        raise _fail() from exc
+    stored = account.key_hash.encode("ascii") if account is not None else _DUMMY_HASH
+    if not hmac.compare_digest(presented, stored) or account is None or not account.active:
+        raise _fail()
+    if "hash" in variables or "timestamp" in variables or "hash_key" in variables:
+        _check_hash(account_id, key, variables, now)
+    return account
+
+
+def _check_hash(account_id: str, key: str, variables: dict[str, str], now: float) -> None:
+    sent, timestamp = variables.get("hash", ""), variables.get("timestamp", "")
+    if len(sent) != 64 or not timestamp.isascii() or not timestamp.isdigit() or len(timestamp) > 12:
+        raise _fail()
+    if abs(now - int(timestamp)) > HASH_WINDOW_SECONDS:
+        raise _fail()
+    names = [n for n in variables.get("hash_key", "").split(",") if n]
+    if len(names) > 20 or any(n not in variables or n in ("hash", "hash_key", "api_accesskey") for n in names):
+        raise _fail()
+    want = expected_hash(account_id, key, timestamp, [variables[n] for n in names])
+    if not hmac.compare_digest(sent.encode("ascii", "replace"), want.encode("ascii")):
+        raise _fail()

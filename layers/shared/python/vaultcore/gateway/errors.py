@@ -1,0 +1,170 @@
+"""Gateway (QSAPI 3.8 and RSAPI) error codes: the one table the README documents.
+
+Every gateway failure is a transaction response ``{"error": true, "error_code": <n>, "error_message": ...,
+"error_msg": ..., "transaction_approved": false}`` (spec "Gateway transaction response", DESIGN.md §7). The
+original answers such failures with HTTP 200 and so do we, with two documented exceptions:
+
+* ``1`` (internal error, a dependency failed): HTTP 500 — the outcome may be unknown, retry with the same
+  ``Idempotency-Key``;
+* ``601`` (the first request with this idempotency key is still running): HTTP 409, as Stripe answers.
+
+Declines are transaction responses too: they carry a ``transaction_id``, ``transaction_approved`` false,
+``error`` true and a 5xx code of the table below, and they are recorded and reported like approvals.
+
+Messages name the variable and the rule broken, never a value (they are returned and logged; PCI DSS 3.3,
+10.2).
+"""
+
+from __future__ import annotations
+
+from vaultcore.errors import VaultError
+
+__all__ = ["GatewayError", "ERROR_MESSAGES", "E"]
+
+
+class E:
+    """Error code constants (grouped by hundreds: request, fields, tokens, capture, declines, idempotency)."""
+
+    INTERNAL = 1
+    # 1xx: the request and its authentication
+    BODY = 100
+    ACCOUNT_ID = 101
+    AUTHENTICATION = 102
+    RESPONSE_FORMAT = 104
+    TRANSACTION_TYPE = 105
+    TENDER_TYPE = 106
+    DUPLICATE_VARIABLE = 107
+    # 2xx: variables
+    MISSING = 200
+    CARD_NUMBER = 201
+    CARD_LUHN = 202
+    CARD_EXPIRATION = 203
+    CARD_EXPIRED = 204
+    CARD_VERIFICATION = 205
+    AMOUNT = 206
+    CURRENCY = 207
+    ZIP = 208
+    BANK_ACCOUNT = 209
+    ROUTING = 210
+    LEVEL2_FIELD = 211
+    LEVEL2_TAX = 212
+    REISSUE = 213
+    TOKEN_PARAMETER = 214
+    DEVICE_TRANS_ID = 215
+    IFRAME_FIELD = 216
+    PAYMENT_DATA = 217
+    TOKEN_ID = 218
+    VARIABLE = 219
+    PAYMENT_TYPE = 220
+    IDEMPOTENCY_KEY = 221
+    ACH_TYPE = 222
+    # 3xx: token payments and auto-tokenization
+    TOKEN_PAYMENTS_OFF = 300
+    NO_TOKENIZATION_PARTNER = 301
+    BFID_INVALID = 302
+    READ_FAILED = 303
+    DETOKENIZE_FAILED = 304
+    TOKEN_DATA_INCOMPLETE = 305
+    ETOKEN_FAILED = 306
+    AUTO_TOKENIZE_FAILED = 307
+    # 4xx: capture
+    AUTH_NOT_FOUND = 401
+    ALREADY_CAPTURED = 402
+    CAPTURE_AMOUNT = 403
+    AUTH_EXPIRED = 404
+    NOT_CAPTURABLE = 405
+    CAPTURE_CURRENCY = 406
+    # 5xx: declines and processor outcomes (transaction responses with a transaction_id)
+    DECLINED = 500
+    DECLINED_EXPIRED = 501
+    DECLINED_CVC = 502
+    PROCESSING_ERROR = 503
+    AVS_FAILED = 504
+    CVC_CHECK_FAILED = 505
+    # 6xx: idempotency
+    IDEMPOTENCY_MISMATCH = 600
+    IDEMPOTENCY_IN_PROGRESS = 601
+    # 7xx: wallets
+    WALLET_NOT_ENABLED = 700
+    # 8xx: reporting (RSAPI)
+    REPORT_NOT_FOUND = 801
+    REPORT_DATE_RANGE = 802
+    REPORT_PAGE_TOKEN = 803
+    REPORT_FIELD = 804
+    REPORT_LIMIT = 805
+
+
+#: Default message of every code (the README's error_code table is this dict).
+ERROR_MESSAGES: dict[int, str] = {
+    E.INTERNAL: "Internal error: the transaction outcome is unknown; retry with the same Idempotency-Key.",
+    E.BODY: "The request body must be form-urlencoded variables or one JSON object of string, number or boolean values.",
+    E.ACCOUNT_ID: "account_id is missing or not 12 digits.",
+    E.AUTHENTICATION: "Authentication failed.",
+    E.RESPONSE_FORMAT: "response_format must be JSON.",
+    E.TRANSACTION_TYPE: "transaction_type must be SALE, AUTHORIZATION or CAPTURE.",
+    E.TENDER_TYPE: "tender_type must be CARD, ACH or APay.",
+    E.DUPLICATE_VARIABLE: "A variable appears more than once.",
+    E.MISSING: "A required variable is missing.",
+    E.CARD_NUMBER: "card_number must be 13 to 19 digits.",
+    E.CARD_LUHN: "card_number fails the Luhn check.",
+    E.CARD_EXPIRATION: "card_expiration must be 4 digits MMYY with a month from 01 to 12.",
+    E.CARD_EXPIRED: "The card has expired (card_expiration is in the past).",
+    E.CARD_VERIFICATION: "card_verification must be 3 digits (4 for American Express).",
+    E.AMOUNT: "transaction_amount must be a number above 0 with at most 2 decimals.",
+    E.CURRENCY: "currency must be an ISO 4217 alphabetic code.",
+    E.ZIP: "zip must be 3 to 10 letters, digits, spaces or hyphens.",
+    E.BANK_ACCOUNT: "bank_account_number must be 4 to 17 digits.",
+    E.ROUTING: "bank_routing_number must be a 9-digit ABA routing number with a valid checksum.",
+    E.LEVEL2_FIELD: "A level 2 variable is invalid.",
+    E.LEVEL2_TAX: "level2_tax must be greater than 0.00 for Visa cards (0.00 is allowed for MasterCard).",
+    E.REISSUE: "reissue must be 0 or 1, and a reissue must be a token payment.",
+    E.TOKEN_PARAMETER: "A token parameter has the wrong type or length.",
+    E.DEVICE_TRANS_ID: "device_trans_id must be 1 to 64 letters, digits, hyphens or underscores.",
+    E.IFRAME_FIELD: "custom_id and etoken must be sent together and be well formed.",
+    E.PAYMENT_DATA: "The payment data is missing or mixes sources (card, bank account, etoken, tokens).",
+    E.TOKEN_ID: "token_id must be the 12-digit transaction_id of an authorization.",
+    E.VARIABLE: "A variable has the wrong type or length.",
+    E.PAYMENT_TYPE: "payment_type must be ECOMMERCE, MOTO, RECURRING or RETAIL.",
+    E.IDEMPOTENCY_KEY: "The idempotency key must be 1 to 255 printable ASCII characters.",
+    E.ACH_TYPE: "ACH supports SALE only, with bank_account_type CHECKING or SAVINGS.",
+    E.TOKEN_PAYMENTS_OFF: "Token payments are not enabled for this account.",
+    E.NO_TOKENIZATION_PARTNER: "The account has no tokenization partner.",
+    E.BFID_INVALID: "The bfid is not valid.",
+    E.READ_FAILED: "The stored token data could not be read: the one-hour read window has passed or the bfid is unknown.",
+    E.DETOKENIZE_FAILED: "The token data could not be detokenized.",
+    E.TOKEN_DATA_INCOMPLETE: "The token data is incomplete for a card or ACH payment.",
+    E.ETOKEN_FAILED: "The etoken could not be read: it is unknown, another partner's, or older than one hour.",
+    E.AUTO_TOKENIZE_FAILED: "Auto-tokenization of the payment data failed; nothing was charged.",
+    E.AUTH_NOT_FOUND: "No authorization with this token_id exists on this account.",
+    E.ALREADY_CAPTURED: "The authorization has already been captured.",
+    E.CAPTURE_AMOUNT: "The capture amount exceeds the authorized amount.",
+    E.AUTH_EXPIRED: "The authorization has expired (authorizations can be captured for 7 days).",
+    E.NOT_CAPTURABLE: "token_id does not name an approved authorization.",
+    E.CAPTURE_CURRENCY: "The capture currency differs from the authorization's.",
+    E.DECLINED: "DECLINED",
+    E.DECLINED_EXPIRED: "DECLINED: EXPIRED CARD",
+    E.DECLINED_CVC: "DECLINED: INCORRECT CVC",
+    E.PROCESSING_ERROR: "PROCESSING ERROR: the processor could not complete the transaction; retry later.",
+    E.AVS_FAILED: "DECLINED: AVS MISMATCH (address and zip)",
+    E.CVC_CHECK_FAILED: "DECLINED: CVV2 CHECK FAILED",
+    E.IDEMPOTENCY_MISMATCH: "This idempotency key was used with different parameters.",
+    E.IDEMPOTENCY_IN_PROGRESS: "A request with this idempotency key is still in progress; retry shortly.",
+    E.WALLET_NOT_ENABLED: "Wallet payments (tender_type APay) are not enabled on this platform yet.",
+    E.REPORT_NOT_FOUND: "No transaction with this transaction_id exists on this account.",
+    E.REPORT_DATE_RANGE: "start_date and end_date must be YYYY-MM-DD or 'YYYY-MM-DD HH:MM:SS' (UTC), start before end, at most 31 days apart.",
+    E.REPORT_PAGE_TOKEN: "next_token is not valid.",
+    E.REPORT_FIELD: "include_fields names an unknown field.",
+    E.REPORT_LIMIT: "limit must be an integer from 1 to 100.",
+}
+
+_STATUS = {E.INTERNAL: 500, E.IDEMPOTENCY_IN_PROGRESS: 409}
+
+
+class GatewayError(VaultError):
+    """A gateway failure with a documented ``error_code``; mapped once by :mod:`vaultcore.api.responses`."""
+
+    code = E.INTERNAL
+    status = 200
+
+    def __init__(self, code: int, message: str | None = None) -> None:
+        super().__init__(message or ERROR_MESSAGES.get(code, "Error."), code=code, status=_STATUS.get(code, 200))

@@ -1,0 +1,134 @@
+"""Idempotency of QSAPI requests on the Idempotency table (Stripe semantics, public-facts "Peers' conventions").
+
+Why not powertools idempotency: it stores the handler's whole response in clear and fingerprints the raw
+payload; our records must never hold card data. So:
+
+* The key comes from the ``Idempotency-Key`` header or the ``idempotency_key`` variable (1 to 255 printable
+  ASCII characters; both sent and different is an error). The record id is ``qsapi#<account_id>#<SHA-256 of
+  the key>``: keys are per account, and a key that a careless merchant filled with a card number is not stored.
+* The request fingerprint is HMAC-SHA-256 of the normalised variables (sorted ``name=value`` lines, credentials
+  and the key excluded), keyed with the request's ``api_accesskey``. A keyed hash because the variables hold a
+  PAN (PCI DSS v4.0 3.5.1.1: hashes of a PAN must be keyed); the key is the merchant's access key, which the
+  platform itself stores only as a hash, so the fingerprint cannot be brute-forced from the table.
+* :func:`claim` is one conditional PutItem of an ``INPROGRESS`` record that also reserves the transaction_id.
+  It wins when no live record exists (DynamoDB deletes expired items late, so ``expiration`` is checked in the
+  condition), or when an ``INPROGRESS`` record with the same fingerprint was abandoned (its holder crashed:
+  ``in_progress_expiry`` passed). Losing returns the old record (``ReturnValuesOnConditionCheckFailure``):
+  another fingerprint -> error 600; ``COMPLETED`` -> the stored response is replayed; still in progress ->
+  error 601 (HTTP 409).
+* A taken-over record names the transaction_id its first holder reserved; if that transaction was written
+  before the crash, its stored response is the answer (no second charge).
+* :func:`complete` stores the final response, which holds no clear card data: gateway responses carry last4
+  only, and the caller re-checks the text against the request's card and account numbers before storing.
+  Failures that never reached the processor (validation, token resolution, capture refusals) are not stored:
+  the record is released and a retry runs again.
+
+Records live 24 hours (``expiration``, the table's TTL attribute); ``INPROGRESS`` locks 30 seconds, twice the
+gateway function's timeout.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from vaultcore.gateway.validation import FINGERPRINT_EXCLUDED
+from vaultcore.settings import settings
+from vaultcore.store.aws import dynamodb
+from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
+
+__all__ = ["RETENTION_SECONDS", "IN_PROGRESS_SECONDS", "Claim", "record_id", "fingerprint", "claim", "complete",
+           "release"]
+
+RETENTION_SECONDS = 24 * 3600
+IN_PROGRESS_SECONDS = 30
+_NAMES = {"#s": "status", "#r": "response"}
+
+
+@dataclass
+class Claim:
+    """The outcome of :func:`claim`.
+
+    ``state``: ``new`` (proceed), ``replay`` (answer ``response``/``status``), ``mismatch``, ``in_progress``,
+    or ``takeover`` (an abandoned attempt reserved ``previous_transaction_id``; look it up before proceeding).
+    """
+
+    state: str
+    record_id: str
+    transaction_id: str
+    response: dict[str, Any] | None = None
+    status: int = 200
+    previous_transaction_id: str | None = None
+
+
+def _table() -> str:
+    return settings().idempotency_table
+
+
+def record_id(account_id: str, key: str) -> str:
+    return f"qsapi#{account_id}#{hashlib.sha256(key.encode('utf-8')).hexdigest()}"
+
+
+def fingerprint(values: dict[str, str], api_accesskey: str) -> str:
+    lines = "\n".join(f"{k}={values[k]}" for k in sorted(values) if k not in FINGERPRINT_EXCLUDED)
+    return hmac.new(api_accesskey.encode("utf-8"), lines.encode("utf-8"), hashlib.sha256).hexdigest()
+
+
+def claim(account_id: str, key: str, print_: str, transaction_id: str, now: int) -> Claim:
+    """One conditional PutItem (a DynamoDB round trip)."""
+    rid = record_id(account_id, key)
+    item = {"id": rid, "status": "INPROGRESS", "fingerprint": print_, "transaction_id": transaction_id,
+            "expiration": now + RETENTION_SECONDS, "in_progress_expiry": now + IN_PROGRESS_SECONDS}
+    try:
+        with aws_errors("idempotency claim"):
+            out = dynamodb().put_item(
+                TableName=_table(), Item=to_item(item), ReturnValues="ALL_OLD",
+                ConditionExpression=("attribute_not_exists(id) OR expiration < :now OR "
+                                     "(#s = :inprogress AND in_progress_expiry < :now AND fingerprint = :fp)"),
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=to_item({":now": now, ":inprogress": "INPROGRESS", ":fp": print_}),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD")
+    except ConditionFailed as exc:
+        cause = exc.__cause__
+        old = from_item(getattr(cause, "response", {}).get("Item")) if cause is not None else None
+        if old is None:  # pragma: no cover - a condition fails only against an existing item
+            return Claim("in_progress", rid, transaction_id)
+        if not hmac.compare_digest(str(old.get("fingerprint", "")).encode(), print_.encode()):
+            return Claim("mismatch", rid, transaction_id)
+        if old.get("status") == "COMPLETED" and isinstance(old.get("response"), str):
+            return Claim("replay", rid, str(old.get("transaction_id", "")), json.loads(old["response"]),
+                         int(old.get("http_status", 200)))
+        return Claim("in_progress", rid, transaction_id)
+    previous = from_item(out.get("Attributes"))
+    if previous and previous.get("status") == "INPROGRESS" and int(previous.get("expiration", 0)) >= now:
+        return Claim("takeover", rid, transaction_id, previous_transaction_id=previous.get("transaction_id"))
+    return Claim("new", rid, transaction_id)
+
+
+def complete(claim_: Claim, response: dict[str, Any], status: int = 200) -> None:
+    """Store the final response (one UpdateItem), only while this request still holds the claim."""
+    with aws_errors("idempotency complete"):
+        dynamodb().update_item(
+            TableName=_table(), Key=to_item({"id": claim_.record_id}),
+            UpdateExpression="SET #s = :done, #r = :resp, http_status = :code, transaction_id = :tid",
+            ConditionExpression="transaction_id = :mine",
+            ExpressionAttributeNames=_NAMES,
+            ExpressionAttributeValues=to_item({":done": "COMPLETED", ":resp": json.dumps(response),
+                                               ":code": status, ":tid": response.get("transaction_id") or
+                                               claim_.transaction_id, ":mine": claim_.transaction_id}))
+
+
+def release(claim_: Claim) -> None:
+    """Delete the INPROGRESS record so that a retry runs again (the request failed before any charge)."""
+    try:
+        with aws_errors("idempotency release"):
+            dynamodb().delete_item(
+                TableName=_table(), Key=to_item({"id": claim_.record_id}),
+                ConditionExpression="transaction_id = :mine AND #s = :inprogress",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=to_item({":mine": claim_.transaction_id, ":inprogress": "INPROGRESS"}))
+    except ConditionFailed:
+        pass  # another request took the record over: nothing of ours to release

@@ -1,0 +1,156 @@
+"""The sandbox processor: deterministic outcomes for card and ACH payments (pure: no I/O, no logging).
+
+The platform has no acquirer connection; this module plays the processor so that integrators can exercise
+every branch of their code. Outcomes are decided by the card number (public-facts "Test triggers", the
+Stripe-style numbers that peers use, plus the original gateway's public test card):
+
+| card_number | outcome | error_code | avs_response | cvv2_response |
+|---|---|---|---|---|
+| 4242424242424242 | approved | 0 | from the data sent | M (P without a CVV) |
+| 4124939999999990 | approved (the original's test card) | 0 | from the data sent | M / P |
+| 4000000000000002 | generic decline | 500 | from the data sent | M / P |
+| 4000000000000069 | declined: expired card | 501 | from the data sent | M / P |
+| 4000000000000127 | declined: incorrect CVC | 502 | from the data sent | N |
+| 4000000000000119 | processing error | 503 | — | — |
+| 4000000000000010 | declined: AVS failure on address and zip | 504 | N | M / P |
+| 4000000000000101 | declined: CVC check fails (when a CVV is sent; approved without one) | 505 | from the data sent | N |
+| any other valid card | approved | 0 | from the data sent | M / P |
+
+AVS codes (the standard single letters): ``Y`` street and zip match, ``Z`` zip only sent/matched, ``A`` street
+only, ``N`` neither matches (the AVS trigger), absent when neither street nor zip was sent. CVV2 codes
+(public-facts): ``M`` match, ``N`` no match, ``P`` not processed (no CVV sent).
+
+ACH debits are approved (the sandbox has no ACH return simulation yet).
+
+Identifiers: ``transaction_id`` is 12 digits with no leading zero (public-facts); ``authorization_code`` is 6
+upper-case letters and digits, as issuers return them; ``transaction_timestamp`` is ``YYYY-MM-DD HH:MM:SS`` in
+UTC.
+"""
+
+from __future__ import annotations
+
+import secrets
+import string
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from vaultcore.cards.brand import detect_brand
+from vaultcore.ids import numeric_id
+
+__all__ = [
+    "CardPayment",
+    "AchPayment",
+    "Outcome",
+    "TRIGGERS",
+    "TEST_CARD",
+    "authorize_card",
+    "debit_ach",
+    "new_transaction_id",
+    "new_authorization_code",
+    "transaction_timestamp",
+]
+
+TEST_CARD = "4124939999999990"
+
+#: card number -> (approved, error_code, message tag) of the deterministic outcomes; codes are gateway error codes.
+TRIGGERS: dict[str, tuple[bool, int, str]] = {
+    "4242424242424242": (True, 0, "approve"),
+    TEST_CARD: (True, 0, "approve"),
+    "4000000000000002": (False, 500, "generic_decline"),
+    "4000000000000069": (False, 501, "expired_card"),
+    "4000000000000127": (False, 502, "incorrect_cvc"),
+    "4000000000000119": (False, 503, "processing_error"),
+    "4000000000000010": (False, 504, "avs_failure"),
+    "4000000000000101": (False, 505, "cvc_check_failure"),
+}
+
+_AUTH_ALPHABET = string.ascii_uppercase + string.digits
+
+
+@dataclass(frozen=True)
+class CardPayment:
+    """What the processor sees of a card payment (clear data lives only in memory, for this call)."""
+
+    pan: str
+    expiration: str  # MMYY
+    cvv: str | None = None
+    zip: str | None = None
+    street: str | None = None
+    amount_cents: int = 0
+    currency: str = "USD"
+
+
+@dataclass(frozen=True)
+class AchPayment:
+    account_number: str
+    routing_number: str
+    amount_cents: int = 0
+    currency: str = "USD"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    approved: bool
+    error_code: int  # 0 when approved
+    authorization_code: str | None
+    authorization_message: str  # APPROVED, DECLINED or ERROR
+    card_brand: str | None
+    avs_response: str | None
+    cvv2_response: str | None
+
+
+def new_transaction_id() -> str:
+    """12 random digits with no leading zero (about 40 bits: collisions are caught by a conditional write)."""
+    return numeric_id(12)
+
+
+def new_authorization_code() -> str:
+    return "".join(secrets.choice(_AUTH_ALPHABET) for _ in range(6))
+
+
+def transaction_timestamp(unix_seconds: float) -> str:
+    """``YYYY-MM-DD HH:MM:SS`` in UTC.
+
+    >>> transaction_timestamp(1360870400)
+    '2013-02-14 19:33:20'
+    """
+    return datetime.fromtimestamp(int(unix_seconds), UTC).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _avs(payment: CardPayment, trigger: str) -> str | None:
+    if trigger == "avs_failure":
+        return "N"
+    if payment.street and payment.zip:
+        return "Y"
+    if payment.zip:
+        return "Z"
+    if payment.street:
+        return "A"
+    return None
+
+
+def _cvv2(payment: CardPayment, trigger: str) -> str:
+    if not payment.cvv:
+        return "P"
+    if trigger in ("incorrect_cvc", "cvc_check_failure"):
+        return "N"
+    return "M"
+
+
+def authorize_card(payment: CardPayment) -> Outcome:
+    """Authorize (SALE or AUTHORIZATION) a card payment that already passed the gateway's validation."""
+    brand = detect_brand(payment.pan)
+    approved, code, trigger = TRIGGERS.get(payment.pan, (True, 0, "approve"))
+    if trigger == "processing_error":
+        return Outcome(False, code, None, "ERROR", brand, None, None)
+    cvv2 = _cvv2(payment, trigger)
+    if trigger == "cvc_check_failure" and not payment.cvv:
+        approved, code = True, 0  # the check needs a CVV to fail (Stripe's 4000000000000101 behaves so)
+    if approved:
+        return Outcome(True, 0, new_authorization_code(), "APPROVED", brand, _avs(payment, trigger), cvv2)
+    return Outcome(False, code, None, "DECLINED", brand, _avs(payment, trigger), cvv2)
+
+
+def debit_ach(payment: AchPayment) -> Outcome:
+    """Accept an ACH debit (the sandbox approves every valid one)."""
+    return Outcome(True, 0, new_authorization_code(), "APPROVED", None, None, None)
