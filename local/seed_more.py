@@ -13,4 +13,7 @@ def seed(base_url: str, demo: dict[str, Any]) -> dict[str, Any]:
     from local.seed_gateway import seed_gateway
 
     out.update(seed_gateway(base_url, demo))
+    from local.seed_proxy import seed_proxy
+
+    out.update(seed_proxy(base_url, demo))
     return out

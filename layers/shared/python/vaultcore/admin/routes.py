@@ -4,6 +4,7 @@ from vaultcore.admin import (
     accounts,  # noqa: F401
     foundation,  # noqa: F401
     postbacks,  # noqa: F401
+    proxy,  # noqa: F401
     tokens,  # noqa: F401
 )
 from vaultcore.admin.router import dispatch

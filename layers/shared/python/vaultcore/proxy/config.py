@@ -1,0 +1,434 @@
+"""Proxy configurations: the document model, its validation, its compilation (interface.md "Proxy configuration").
+
+A configuration is partner-written and decides where clear card data goes, so validation is strict and happens
+when it is created or updated, never first at request time:
+
+* required members, enum values and types are checked with a message naming the member
+  (``actions[1].substitutions[0].format must be one of: ...``); unknown members are refused (a typo such as
+  ``transformationpath`` must not silently disable a mask);
+* the source/type rule: ``jsonpath``, ``xpath`` and ``regex`` need ``transformationSource`` ``body``; ``key``
+  needs ``header`` or ``query``;
+* every path is compiled (jsonpath, xpath, bounded regex: see :mod:`vaultcore.proxy.transform`);
+* ``target`` is checked against the egress policy (:mod:`vaultcore.net.ssrf`: https only, no IP literal, no
+  internal name; the local runner alone allows http and loopback) and checked again, with DNS, on every call;
+* ``basic`` and ``hmac`` authorizations must carry the partner's own credentials (spec: "username: partner id,
+  password: partner key" / "secret: the Base64-decoded key of the partner's HMAC secret"), compared in
+  constant time; for a partner whose API security is ``hmac`` an action may not use ``basic`` (spec: "Setting
+  API security to HMAC applies to all proxy configurations of that partner account").
+
+The original's additions are accepted (public-facts.md): mask pattern ``allAsRedacted``,
+``logSettings.handledErrorMasks`` (masks applied, on top of ``responseMasks``, to the logged response when the
+target answers 4xx/5xx) and the member ``model`` with the value ``sync``. ``transformationSource`` ``variable`` and
+the ``hmac-vpc`` authorization are named in the refusal message as not supported.
+
+Secrets (``password``, ``secret``) are stored KMS-wrapped (envelope encryption, DESIGN.md §4) and never
+returned: the public view shows ``[REDACTED]``.
+"""
+
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from vaultcore.cards.masking import MASK_PATTERNS, REDACTED
+from vaultcore.cards.tracks import TRACK_FORMATS
+from vaultcore.net.ssrf import EgressDenied, EgressPolicy, ParsedTarget, validate_target_url
+from vaultcore.proxy import errors as E
+from vaultcore.proxy.transform import SOURCES, TYPES, CompiledPath, PathError, compile_path
+
+if TYPE_CHECKING:
+    from vaultcore.partners.service import Partner
+
+__all__ = [
+    "METHODS",
+    "AUTH_TYPES",
+    "DATA_TYPES",
+    "NUMERIC_FORMATS",
+    "MAX_ACTIONS",
+    "MAX_SUBSTITUTIONS",
+    "MAX_MASKS",
+    "AuthSpec",
+    "MaskSpec",
+    "SubstitutionSpec",
+    "ActionSpec",
+    "ProxyConfig",
+    "parse_document",
+    "check_credentials",
+    "stored_document",
+    "public_document",
+    "secret_context",
+]
+
+METHODS = ("get", "post", "put", "patch", "delete")
+AUTH_TYPES = ("passthrough", "basic", "hmac")
+ACTION_TYPES = ("parser", "tokenization")
+TOKEN_METHODS = ("tokenize", "detokenize")
+DATA_TYPES = ("string", "number", "boolean")
+#: Parser formats whose values are digits, so that ``dataType: number`` makes sense.
+NUMERIC_FORMATS = frozenset({"pan", "expiry", "expiryMonth", "expiryYear", "cvv", "serviceCode", "discretionary"})
+BOOLEAN_TEXT = {"true": True, "false": False, "1": True, "0": False, "yes": True, "no": False}
+MAX_ACTIONS = 10
+MAX_SUBSTITUTIONS = 50
+MAX_MASKS = 50
+MAX_TARGET_LENGTH = 2048
+_MAX_NAME = 128
+_WRAPPED = "$wrapped"
+
+
+# ---------------------------------------------------------------------------------------------------- model
+
+
+@dataclass(frozen=True)
+class AuthSpec:
+    """An authorization object. ``secret`` is the clear password/secret (validation time only); ``wrapped`` its
+    stored envelope."""
+
+    type: str
+    where: str
+    header_name: str | None = None
+    username: str | None = None
+    secret: bytes | None = field(default=None, repr=False)
+    wrapped: dict[str, Any] | None = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class MaskSpec:
+    path: CompiledPath
+    pattern: str
+
+
+@dataclass(frozen=True)
+class SubstitutionSpec:
+    path: CompiledPath
+    field_name: str | None = None  # tokenization
+    data_type: str | None = None  # parser
+    default: str | None = None  # parser
+    format: str | None = None  # parser
+
+
+@dataclass(frozen=True)
+class ActionSpec:
+    index: int
+    type: str
+    authorization: AuthSpec
+    substitutions: tuple[SubstitutionSpec, ...]
+    method: str | None = None  # tokenize / detokenize
+    template_ref: str | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.type}/{self.method}" if self.method else self.type
+
+    @property
+    def writes_clear_data(self) -> bool:
+        """Detokenize and parser actions put clear card data into the forwarded request."""
+        return self.type == "parser" or self.method == "detokenize"
+
+
+@dataclass(frozen=True)
+class ProxyConfig:
+    method: str
+    target: str
+    parsed_target: ParsedTarget | None
+    target_error: str | None
+    authorization: AuthSpec
+    request_masks: tuple[MaskSpec, ...]
+    response_masks: tuple[MaskSpec, ...]
+    error_masks: tuple[MaskSpec, ...]
+    actions: tuple[ActionSpec, ...]
+    partner_id: str = ""
+    reference: str = ""
+    version: int = 0
+
+
+# ---------------------------------------------------------------------------------------------------- helpers
+
+
+def _fail(message: str, code: int = E.CONFIG_INVALID) -> E.ProxyConfigError:
+    return E.ProxyConfigError(message, code=code)
+
+
+def _name(member: Any) -> str:
+    text = str(member)
+    text = "".join(c if c.isprintable() else "?" for c in text)
+    return text[:64] + ("..." if len(text) > 64 else "")
+
+
+def _object(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(f"{where} must be an object.")
+    return value
+
+
+def _members(obj: dict[str, Any], where: str, required: tuple[str, ...], optional: tuple[str, ...] = ()) -> None:
+    for key in obj:
+        if key not in required and key not in optional:
+            allowed = ", ".join(required + optional)
+            raise _fail(f"{where} has an unknown member '{_name(key)}' (allowed: {allowed}).")
+    for key in required:
+        if key not in obj or obj[key] is None:
+            raise _fail(f"{where}.{key} is required.")
+
+
+def _enum(value: Any, where: str, allowed: tuple[str, ...] | frozenset[str], notes: dict[str, str] | None = None) -> str:
+    if not isinstance(value, str) or value not in allowed:
+        if isinstance(value, str) and notes and value in notes:
+            raise _fail(f"{where} '{value}' {notes[value]}")
+        raise _fail(f"{where} must be one of: {', '.join(allowed)}.")
+    return value
+
+
+def _string(value: Any, where: str, max_length: int = _MAX_NAME) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise _fail(f"{where} must be a non-empty string.")
+    if len(value) > max_length:
+        raise _fail(f"{where} must be at most {max_length} characters.")
+    return value
+
+
+def _array(value: Any, where: str, max_items: int, *, allow_empty: bool = True) -> list[Any]:
+    if not isinstance(value, list):
+        raise _fail(f"{where} must be an array.")
+    if not allow_empty and not value:
+        raise _fail(f"{where} must not be empty.")
+    if len(value) > max_items:
+        raise _fail(f"{where} must have at most {max_items} entries.")
+    return value
+
+
+_SOURCE_NOTES = {"variable": "is not supported by this platform (use body, header or query)."}
+_AUTH_NOTES = {"hmac-vpc": "is not supported by this platform (use passthrough, basic or hmac)."}
+
+
+def _place(obj: dict[str, Any], where: str) -> CompiledPath:
+    source = _enum(obj["transformationSource"], f"{where}.transformationSource", SOURCES, _SOURCE_NOTES)
+    type_ = _enum(obj["transformationType"], f"{where}.transformationType", TYPES)
+    if type_ in ("jsonpath", "xpath", "regex") and source != "body":
+        raise _fail(f"{where}: transformationType '{type_}' requires transformationSource 'body'.")
+    if type_ == "key" and source not in ("header", "query"):
+        raise _fail(f"{where}: transformationType 'key' requires transformationSource 'header' or 'query'.")
+    path = obj["transformationPath"]
+    if not isinstance(path, str):
+        raise _fail(f"{where}.transformationPath must be a string.")
+    try:
+        return compile_path(source, type_, path)
+    except PathError as exc:
+        raise _fail(f"{where}.transformationPath {exc}.", exc.code) from None
+
+
+_PLACE = ("transformationSource", "transformationType", "transformationPath")
+
+
+def _mask(value: Any, where: str) -> MaskSpec:
+    obj = _object(value, where)
+    _members(obj, where, _PLACE + ("pattern",))
+    cpath = _place(obj, where)
+    return MaskSpec(cpath, _enum(obj["pattern"], f"{where}.pattern", MASK_PATTERNS))
+
+
+def _secret(value: Any, where: str, stored: bool) -> tuple[bytes | None, dict[str, Any] | None]:
+    if stored and isinstance(value, dict) and _WRAPPED in value:
+        return None, value[_WRAPPED]
+    return _string(value, where, 512).encode("utf-8"), None
+
+
+def _authorization(value: Any, where: str, stored: bool) -> AuthSpec:
+    obj = _object(value, where)
+    if "type" not in obj or obj["type"] is None:
+        raise _fail(f"{where}.type is required.")
+    type_ = _enum(obj["type"], f"{where}.type", AUTH_TYPES, _AUTH_NOTES)
+    if type_ == "passthrough":
+        _members(obj, where, ("type",), ("headerName",))
+        header = obj.get("headerName")
+        if header is not None:
+            header = _string(header, f"{where}.headerName")
+            try:
+                compile_path("header", "key", header)
+            except PathError:
+                raise _fail(f"{where}.headerName must be a valid header name.") from None
+        return AuthSpec("passthrough", where, header_name=header)
+    if type_ == "basic":
+        _members(obj, where, ("type", "username", "password"))
+        secret, wrapped = _secret(obj["password"], f"{where}.password", stored)
+    else:
+        _members(obj, where, ("type", "username", "secret"))
+        secret, wrapped = _secret(obj["secret"], f"{where}.secret", stored)
+    username = _string(obj["username"], f"{where}.username", 64)
+    return AuthSpec(type_, where, username=username, secret=secret, wrapped=wrapped)
+
+
+def _substitution(value: Any, where: str, action_type: str) -> SubstitutionSpec:
+    obj = _object(value, where)
+    if action_type == "tokenization":
+        _members(obj, where, _PLACE + ("fieldName",))
+        cpath = _place(obj, where)
+        return SubstitutionSpec(cpath, field_name=_string(obj["fieldName"], f"{where}.fieldName", 64))
+    _members(obj, where, _PLACE + ("dataType", "format"), ("default",))
+    cpath = _place(obj, where)
+    data_type = _enum(obj["dataType"], f"{where}.dataType", DATA_TYPES)
+    fmt = _enum(obj["format"], f"{where}.format", TRACK_FORMATS)
+    default = obj.get("default")
+    if default is not None and not isinstance(default, str):
+        raise _fail(f"{where}.default must be a string or null.")
+    if default is not None and len(default) > 256:
+        raise _fail(f"{where}.default must be at most 256 characters.")
+    if data_type == "number":
+        if fmt not in NUMERIC_FORMATS:
+            raise _fail(f"{where}: format '{fmt}' is not numeric; dataType 'number' needs one of: "
+                        f"{', '.join(sorted(NUMERIC_FORMATS))}.")
+        if default is not None and not default.isdigit():
+            raise _fail(f"{where}.default must be digits for dataType 'number'.")
+    if data_type == "boolean" and default is not None and default.lower() not in BOOLEAN_TEXT:
+        raise _fail(f"{where}.default must be one of {', '.join(BOOLEAN_TEXT)} for dataType 'boolean'.")
+    return SubstitutionSpec(cpath, data_type=data_type, default=default, format=fmt)
+
+
+def _action(value: Any, index: int, stored: bool) -> ActionSpec:
+    where = f"actions[{index}]"
+    obj = _object(value, where)
+    if "type" not in obj or obj["type"] is None:
+        raise _fail(f"{where}.type is required.")
+    type_ = _enum(obj["type"], f"{where}.type", ACTION_TYPES)
+    if type_ == "tokenization":
+        _members(obj, where, ("type", "authorization", "method", "templateRef", "substitutions"), ("model",))
+    else:
+        _members(obj, where, ("type", "authorization", "substitutions"), ("model",))
+    if "model" in obj and obj["model"] != "sync":
+        raise _fail(f"{where}.model must be 'sync' (the only model this platform runs).")
+    method = template_ref = None
+    if type_ == "tokenization":
+        method = _enum(obj["method"], f"{where}.method", TOKEN_METHODS)
+        template_ref = _string(obj["templateRef"], f"{where}.templateRef", 64)
+    auth = _authorization(obj["authorization"], f"{where}.authorization", stored)
+    subs_raw = _array(obj["substitutions"], f"{where}.substitutions", MAX_SUBSTITUTIONS, allow_empty=False)
+    subs = tuple(_substitution(s, f"{where}.substitutions[{i}]", type_) for i, s in enumerate(subs_raw))
+    body_kinds = {"regex" if s.path.type == "regex" else "structural" for s in subs if s.path.is_body}
+    if len(body_kinds) > 1:
+        # One action reads every value before writing any (one bfid per tokenize action): a regex over the text
+        # and a jsonpath/xpath over the tree of the same body cannot both be written consistently.
+        raise _fail(f"{where}: body substitutions of one action must be all regex or all jsonpath/xpath "
+                    f"(use two actions).")
+    return ActionSpec(index, type_, auth, subs, method=method, template_ref=template_ref)
+
+
+def _target(value: Any, policy: EgressPolicy, *, strict: bool) -> tuple[str, ParsedTarget | None, str | None]:
+    target = _string(value, "proxy.target", MAX_TARGET_LENGTH)
+    try:
+        return target, validate_target_url(target, policy), None
+    except EgressDenied as exc:
+        if strict:
+            raise _fail(f"proxy.target is not allowed: {exc.message}", E.CONFIG_TARGET_REFUSED) from None
+        return target, None, exc.message
+
+
+def parse_document(doc: Any, *, policy: EgressPolicy | None = None, stored: bool = False) -> ProxyConfig:
+    """Validate and compile a configuration document; raises :class:`ProxyConfigError` with a precise message.
+
+    ``stored`` documents come from the table: secrets are envelopes, and a target the current policy refuses
+    is kept (and refused at call time with 8110) rather than making the configuration unreadable.
+    """
+    policy = policy or EgressPolicy.from_env()
+    root = _object(doc, "configuration")
+    _members(root, "configuration", ("proxy", "actions"))
+    proxy = _object(root["proxy"], "proxy")
+    _members(proxy, "proxy", ("authorization", "method", "target"), ("logSettings",))
+    method = _enum(proxy["method"], "proxy.method", METHODS)
+    target, parsed, target_error = _target(proxy["target"], policy, strict=not stored)
+    authorization = _authorization(proxy["authorization"], "proxy.authorization", stored)
+    masks: dict[str, tuple[MaskSpec, ...]] = {"requestMasks": (), "responseMasks": (), "handledErrorMasks": ()}
+    if proxy.get("logSettings") is not None:
+        settings = _object(proxy["logSettings"], "proxy.logSettings")
+        _members(settings, "proxy.logSettings", (), tuple(masks))
+        for key in masks:
+            if settings.get(key) is not None:
+                items = _array(settings[key], f"proxy.logSettings.{key}", MAX_MASKS)
+                masks[key] = tuple(_mask(m, f"proxy.logSettings.{key}[{i}]") for i, m in enumerate(items))
+    actions_raw = _array(root["actions"], "actions", MAX_ACTIONS)
+    actions = tuple(_action(a, i, stored) for i, a in enumerate(actions_raw))
+    for method_name in TOKEN_METHODS:
+        if sum(a.method == method_name for a in actions) > 1:
+            raise _fail(f"actions: at most one '{method_name}' action (one vault-id per request).")
+    return ProxyConfig(method=method, target=target, parsed_target=parsed, target_error=target_error,
+                       authorization=authorization, request_masks=masks["requestMasks"],
+                       response_masks=masks["responseMasks"], error_masks=masks["handledErrorMasks"],
+                       actions=actions)
+
+
+# ---------------------------------------------------------------------------------------------------- credentials
+
+
+def _all_auth(config: ProxyConfig) -> list[tuple[AuthSpec, bool]]:
+    """Every authorization with whether it belongs to an action."""
+    return [(config.authorization, False)] + [(a.authorization, True) for a in config.actions]
+
+
+def credentials_match(auth: AuthSpec, partner: Partner, secret: bytes) -> bool:
+    """Constant-time check of a basic/hmac authorization against the partner's live credentials."""
+    from vaultcore.partners.service import hmac_keys_of, partner_key_matches
+
+    ok = hmac.compare_digest((auth.username or "").encode("utf-8"), partner.partner_id.encode("utf-8"))
+    if auth.type == "basic":
+        try:
+            password = secret.decode("utf-8")
+        except UnicodeDecodeError:
+            return False
+        return partner_key_matches(partner, password) & ok
+    matched = False
+    for key in hmac_keys_of(partner):
+        matched |= hmac.compare_digest(secret, key)  # no early exit: the time does not depend on the position
+    return matched & ok
+
+
+def check_credentials(config: ProxyConfig, partner: Partner) -> None:
+    """Refuse basic/hmac authorizations that do not carry the partner's own credentials (validation time)."""
+    for auth, is_action in _all_auth(config):
+        if auth.type == "passthrough":
+            continue
+        if is_action and auth.type == "basic" and partner.api_security == "hmac":
+            raise _fail(f"{auth.where}.type 'basic' is not allowed: the partner's API security is hmac "
+                        f"(use hmac or passthrough).")
+        assert auth.secret is not None
+        if not credentials_match(auth, partner, auth.secret):
+            what = "password" if auth.type == "basic" else "secret"
+            raise _fail(f"{auth.where}: username and {what} must be the partner's id and its "
+                        f"{'partner key' if auth.type == 'basic' else 'Base64-decoded HMAC key'}.",
+                        E.CONFIG_CREDENTIALS_MISMATCH)
+
+
+# ---------------------------------------------------------------------------------------------------- storage views
+
+
+def secret_context(partner_id: str, reference: str) -> dict[str, str]:
+    """KMS encryption context of a configuration's stored secrets (CloudTrail shows whose secret was opened)."""
+    return {"purpose": "proxy-auth", "partnerId": partner_id, "configReferenceID": reference}
+
+
+def _auth_objects(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    objs = [doc["proxy"]["authorization"]]
+    objs.extend(a["authorization"] for a in doc["actions"])
+    return objs
+
+
+def stored_document(doc: dict[str, Any], wrap: Any) -> dict[str, Any]:
+    """A deep copy of a validated document with each password/secret replaced by ``{"$wrapped": wrap(bytes)}``."""
+    import copy
+
+    out = copy.deepcopy(doc)
+    for auth in _auth_objects(out):
+        for key in ("password", "secret"):
+            if isinstance(auth.get(key), str):
+                auth[key] = {_WRAPPED: wrap(auth[key].encode("utf-8"))}
+    return out
+
+
+def public_document(doc: dict[str, Any]) -> dict[str, Any]:
+    """The document as the management API shows it: secrets as ``[REDACTED]``."""
+    import copy
+
+    out = copy.deepcopy(doc)
+    for auth in _auth_objects(out):
+        for key in ("password", "secret"):
+            if key in auth:
+                auth[key] = REDACTED
+    return out

@@ -1,0 +1,628 @@
+"""Locating and rewriting values in a proxied message: JSON, XML, URL-form and text bodies, headers, query.
+
+A configured place is a :class:`CompiledPath` (``transformationSource`` + ``transformationType`` +
+``transformationPath``), compiled once when the configuration is validated and cached with it:
+
+* ``body`` + ``jsonpath``: a JSON body, or a URL-form body seen as a flat object whose members are the fields
+  (``$.card_number``; a field sent twice is an array). jsonpath-ng, restricted to a subset whose cost is linear
+  in the document: root, child names (dotted or bracketed), indices, slices, wildcards and at most two
+  descendant (``..``) steps. Filters, unions, ``parent``/``this`` and other extensions are refused.
+* ``body`` + ``xpath``: an XML body. lxml XPath 1.0 restricted to location paths: child and descendant steps,
+  name tests, ``*``, ``text()`` and ``@attribute`` (last step), and predicates ``[n]``, ``[last()]``,
+  ``[@a='v']``, ``[name='v']`` and ``[local-name()='v']`` (namespaced documents). Anything else (functions,
+  axes, nested predicates) could make one evaluation quadratic or worse and is refused.
+* ``body`` + ``regex``: any body, as text. The partner's pattern runs in the bounded engine of
+  :mod:`vaultcore.net.safe_regex` (compiled and probed against catastrophic backtracking when configured, a
+  time budget on every call). The value is the named group ``value`` if the pattern has one, else group 1 if
+  it has groups, else the whole match. Replacements are escaped for the body's format (JSON string, XML text,
+  form encoding) so a substituted value cannot break out of its place.
+* ``header`` / ``query`` + ``key``: a header (case-insensitive) or query parameter name.
+
+A path that matches nothing is *skipped*: substitutions and masks simply do not apply (documented). A match
+holding an object or an array is an error for a substitution (8106) and masked whole for a log mask.
+
+Nothing here logs, and no error message quotes a value (values are card data).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote_plus
+
+from vaultcore.net import payloads
+from vaultcore.net.safe_regex import BoundedPattern, RegexTimeout, UnsafeRegex, compile_bounded
+from vaultcore.proxy import errors as E
+
+__all__ = [
+    "SOURCES",
+    "TYPES",
+    "MAX_MATCHES",
+    "PathError",
+    "CompiledPath",
+    "compile_path",
+    "Body",
+    "Message",
+    "Slot",
+    "locate",
+    "body_kind",
+    "mask_message",
+    "xml_escape",
+]
+
+SOURCES = ("body", "header", "query")
+TYPES = ("jsonpath", "xpath", "key", "regex")
+#: At most this many values per path and message (a wildcard over a 10,000-element array is refused, not looped).
+MAX_MATCHES = 1000
+MAX_PATH_LENGTH = 512
+_MAX_DESCENDANTS = 2
+_MAX_XPATH_STEPS = 16
+
+# Body limits (interface.md "Limits": not shown; ours, documented in the README).
+MAX_JSON_DEPTH = 32
+MAX_JSON_ARRAY = 10_000
+MAX_FORM_FIELDS = 1000
+
+
+_XML_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;"})
+
+
+def xml_escape(value: str) -> str:
+    """XML character escaping for text and attribute values (xml.sax.saxutils would import urllib.request: 20 ms
+    of cold start)."""
+    return value.translate(_XML_ESCAPES)
+
+
+class PathError(ValueError):
+    """A path refused at configuration time; ``code`` is 8201 (path) or 8202 (regex)."""
+
+    def __init__(self, message: str, code: int = E.CONFIG_PATH_INVALID) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+# ---------------------------------------------------------------------------------------------------- compiling
+
+_HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,128}$")
+_NAME = r"[A-Za-z_][\w.\-]*"
+_LITERAL = r"(?:'[^']*'|\"[^\"]*\")"
+_PREDICATE = (
+    rf"\[\s*(?:[1-9][0-9]{{0,5}}|last\(\)|@{_NAME}\s*=\s*{_LITERAL}|{_NAME}\s*=\s*{_LITERAL}"
+    rf"|local-name\(\)\s*=\s*{_LITERAL})\s*\]"
+)
+_XPATH_STEP = re.compile(rf"(?P<sep>//?)(?P<test>text\(\)|{_NAME}|\*|@{_NAME}|@\*)(?P<preds>(?:{_PREDICATE})*)")
+
+
+@dataclass(frozen=True, eq=False)
+class CompiledPath:
+    """One configured place, compiled. ``key`` is the lower-cased header name or the query parameter name."""
+
+    source: str
+    type: str
+    path: str
+    jsonpath: Any = None
+    xpath: Any = None
+    regex: BoundedPattern | None = None
+    regex_group: int | str = 0
+    key: str | None = None
+
+    @property
+    def is_body(self) -> bool:
+        return self.source == "body"
+
+    @property
+    def is_structural(self) -> bool:
+        return self.type in ("jsonpath", "xpath")
+
+    def describe(self) -> dict[str, str]:
+        return {"transformationSource": self.source, "transformationType": self.type,
+                "transformationPath": self.path}
+
+
+def _compile_jsonpath(path: str) -> Any:
+    from jsonpath_ng import jsonpath as jp
+    from jsonpath_ng import parse as jp_parse
+    from jsonpath_ng.exceptions import JsonPathLexerError, JsonPathParserError
+
+    try:
+        expr = jp_parse(path)
+    except (JsonPathLexerError, JsonPathParserError, ValueError, TypeError, AttributeError, IndexError):
+        raise PathError("does not compile as jsonpath") from None
+    except Exception:  # noqa: BLE001 - the ply parser raises bare Exception on some inputs
+        raise PathError("does not compile as jsonpath") from None
+    descendants = 0
+    stack = [expr]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, jp.Child):
+            stack.extend((node.left, node.right))
+        elif isinstance(node, jp.Descendants):
+            descendants += 1
+            stack.extend((node.left, node.right))
+        elif isinstance(node, jp.Fields):
+            if not node.fields or any(not isinstance(f, str) or not f for f in node.fields):
+                raise PathError("has an empty member name")
+        elif isinstance(node, (jp.Root, jp.Index, jp.Slice, jp.Wildcard)):
+            continue
+        else:
+            raise PathError("uses a jsonpath construct outside the supported subset (names, indices, slices, "
+                            "wildcards, '..')")
+    if descendants > _MAX_DESCENDANTS:
+        raise PathError(f"uses more than {_MAX_DESCENDANTS} descendant ('..') steps")
+    if isinstance(expr, jp.Root):
+        raise PathError("must select a member, not the whole document")
+    return expr
+
+
+def _compile_xpath(path: str) -> Any:
+    text = path.strip()
+    if not text.startswith("/"):
+        text = "/" + text  # "payment/card/number" is read from the root, like a dotted jsonpath
+    pos, steps, descendant_steps = 0, [], 0
+    while pos < len(text):
+        m = _XPATH_STEP.match(text, pos)
+        if m is None:
+            raise PathError("uses an xpath construct outside the supported subset (location steps with names, '*', "
+                            "text(), @attribute and simple predicates)")
+        steps.append(m)
+        descendant_steps += m.group("sep") == "//"
+        pos = m.end()
+    if len(steps) > _MAX_XPATH_STEPS:
+        raise PathError(f"has more than {_MAX_XPATH_STEPS} steps")
+    if descendant_steps > _MAX_DESCENDANTS:
+        raise PathError(f"uses more than {_MAX_DESCENDANTS} descendant ('//') steps")
+    for m in steps[:-1]:
+        if m.group("test") == "text()" or m.group("test").startswith("@"):
+            raise PathError("may use text() or @attribute only in its last step")
+    from lxml import etree
+
+    try:
+        return etree.XPath(text)
+    except etree.XPathError:
+        raise PathError("does not compile as xpath") from None
+
+
+def compile_path(source: str, type_: str, path: str) -> CompiledPath:
+    """Compile a configured place; raises :class:`PathError` naming the rule (never echoing the path)."""
+    if not isinstance(path, str) or not path.strip():
+        raise PathError("must be a non-empty string", E.CONFIG_INVALID)
+    if len(path) > MAX_PATH_LENGTH:
+        raise PathError(f"must be at most {MAX_PATH_LENGTH} characters", E.CONFIG_INVALID)
+    if type_ == "jsonpath":
+        return CompiledPath(source, type_, path, jsonpath=_compile_jsonpath(path))
+    if type_ == "xpath":
+        return CompiledPath(source, type_, path, xpath=_compile_xpath(path))
+    if type_ == "regex":
+        try:
+            pattern = compile_bounded(path)
+        except UnsafeRegex as exc:
+            raise PathError(str(exc).rstrip(".").lower(), E.CONFIG_REGEX_UNSAFE) from None
+        if "value" in pattern.groupindex:
+            group: int | str = "value"
+        else:
+            group = 1 if pattern.groups else 0
+        return CompiledPath(source, type_, path, regex=pattern, regex_group=group)
+    if type_ == "key":
+        if source == "header":
+            if not _HEADER_NAME.match(path):
+                raise PathError("must be a valid header name", E.CONFIG_INVALID)
+            return CompiledPath(source, type_, path, key=path.lower())
+        if len(path) > 256 or any(ord(c) < 0x20 for c in path):
+            raise PathError("must be a query parameter name (at most 256 printable characters)", E.CONFIG_INVALID)
+        return CompiledPath(source, type_, path, key=path)
+    raise PathError("has an unknown transformationType", E.CONFIG_INVALID)
+
+
+# ---------------------------------------------------------------------------------------------------- bodies
+
+_JSON_TYPES = ("application/json", "text/json")
+_XML_TYPES = ("application/xml", "text/xml")
+_FORM_TYPE = "application/x-www-form-urlencoded"
+
+
+def body_kind(content_type: str | None, body: bytes) -> str:
+    """``none`` (empty body), ``json``, ``xml``, ``form`` or ``text`` (any other media type) from the header."""
+    if not body:
+        return "none"
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    if media in _JSON_TYPES or media.endswith("+json"):
+        return "json"
+    if media in _XML_TYPES or media.endswith("+xml"):
+        return "xml"
+    if media == _FORM_TYPE:
+        return "form"
+    return "text"
+
+
+_PAYLOAD_CODES = {
+    "Body is too large.": E.PAYLOAD_TOO_LARGE,
+    "JSON body is nested too deeply.": E.PAYLOAD_TOO_LARGE,
+    "JSON array is too long.": E.PAYLOAD_TOO_LARGE,
+    "Form body has too many fields.": E.PAYLOAD_TOO_LARGE,
+    "XML body must not contain a DOCTYPE.": E.XML_DOCTYPE_REFUSED,
+}
+
+
+def _payload_error(exc: payloads.PayloadError) -> E.ProxyError:
+    message = str(exc)
+    return E.ProxyError(message, code=_PAYLOAD_CODES.get(message, E.PAYLOAD_INVALID))
+
+
+class _FormView(dict):
+    """A URL-form body as a flat object for jsonpath (``name -> value``, or a list when a name repeats)."""
+
+    def __init__(self, pairs: list[tuple[str, str]]) -> None:
+        super().__init__()
+        self.order = [name for name, _ in pairs]
+        for name, value in pairs:
+            if name in self:
+                current = self[name]
+                self[name] = (current if isinstance(current, list) else [current]) + [value]
+            else:
+                self[name] = value
+
+    def pairs(self) -> list[tuple[str, str]]:
+        seen: dict[str, int] = {}
+        out = []
+        for name in self.order:
+            value = self.get(name)
+            if isinstance(value, list):
+                k = seen.get(name, 0)
+                seen[name] = k + 1
+                value = value[k] if k < len(value) else ""
+            out.append((name, _scalar_text(value)))
+        return out
+
+
+def _scalar_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return str(value)
+    return json.dumps(value, separators=(",", ":"))
+
+
+class Body:
+    """A body with two views kept coherent: the parsed tree (JSON value, lxml tree, form view) and the text.
+
+    Parsing is bounded (:mod:`vaultcore.net.payloads`). Unmodified bodies are forwarded byte for byte.
+    """
+
+    def __init__(self, raw: bytes, kind: str, *, max_bytes: int = payloads.DEFAULT_MAX_BYTES) -> None:
+        self.raw = raw
+        self.kind = kind
+        self.max_bytes = max_bytes
+        self.modified = False
+        self._tree: Any = None
+        self._has_tree = False
+        self._text: str | None = None
+        self._bytes: bytes | None = None  # the last serialization, reused until the body changes again
+
+    # -- views -----------------------------------------------------------------------------------------------
+
+    def parse(self) -> Body:
+        """Parse eagerly (JSON, XML, form); raises :class:`ProxyError` 8100/8101/8108."""
+        if self.kind in ("json", "xml", "form"):
+            self.tree()
+        return self
+
+    def tree(self) -> Any:
+        if not self._has_tree:
+            source = self.raw if self._text is None else self._text.encode("utf-8")
+            try:
+                if self.kind == "json":
+                    self._tree = payloads.parse_json_bounded(source, MAX_JSON_DEPTH, MAX_JSON_ARRAY, self.max_bytes)
+                elif self.kind == "xml":
+                    self._tree = payloads.parse_xml_safe(source, self.max_bytes)
+                elif self.kind == "form":
+                    self._tree = _FormView(payloads.parse_form(source, max_fields=MAX_FORM_FIELDS,
+                                                               max_bytes=self.max_bytes))
+                else:
+                    raise E.ProxyError("The body has no structure to address.", code=E.CONTENT_TYPE_UNSUPPORTED)
+            except payloads.PayloadError as exc:
+                if self._text is not None:
+                    raise E.ProxyError("The body no longer parses after a regex substitution.",
+                                       code=E.VALUE_NOT_SUBSTITUTABLE) from None
+                raise _payload_error(exc) from None
+            self._has_tree = True
+        return self._tree
+
+    def text(self) -> str:
+        if self._text is None:
+            if self._has_tree and self.modified:
+                self._text = self._serialize_tree().decode("utf-8")
+            else:
+                try:
+                    self._text = self.raw.decode("utf-8")
+                except UnicodeDecodeError:
+                    raise E.ProxyError("The body is not UTF-8 text.", code=E.PAYLOAD_INVALID) from None
+        return self._text
+
+    def tree_changed(self) -> None:
+        """The tree was written: the text view is stale."""
+        self.modified = True
+        self._text = None
+        self._bytes = None
+
+    def set_text(self, text: str) -> None:
+        """The text was rewritten (regex): the tree view is stale and is re-parsed when next needed."""
+        self.modified = True
+        self._text = text
+        self._bytes = None
+        self._has_tree = False
+        self._tree = None
+
+    def _serialize_tree(self) -> bytes:
+        if self.kind == "json":
+            return json.dumps(self._tree, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if self.kind == "xml":
+            return payloads.serialize_xml(self._tree)
+        if self.kind == "form":
+            return payloads.serialize_form(self._tree.pairs())
+        raise AssertionError("no tree")
+
+    def to_bytes(self) -> bytes:
+        if not self.modified:
+            return self.raw
+        if self._bytes is None:
+            self._bytes = self._text.encode("utf-8") if self._text is not None else self._serialize_tree()
+        return self._bytes
+
+    def escape(self, value: str) -> str:
+        """``value`` escaped for splicing into this body's text (regex substitutions)."""
+        if self.kind == "json":
+            return json.dumps(value, ensure_ascii=False)[1:-1]
+        if self.kind == "xml":
+            return xml_escape(value)
+        if self.kind == "form":
+            return quote_plus(value)
+        return value
+
+
+@dataclass
+class Message:
+    """A request to forward (or a response to log): lower-cased headers, ordered query pairs and a body."""
+
+    headers: dict[str, str]
+    query: list[tuple[str, str]]
+    body: Body
+
+
+# ---------------------------------------------------------------------------------------------------- slots
+
+
+class Slot:
+    """One located value. ``value`` is the raw value (JSON types for JSON bodies, else ``str``)."""
+
+    value: Any
+
+    def set(self, value: Any) -> None:
+        raise NotImplementedError
+
+    @property
+    def text(self) -> str:
+        return _scalar_text(self.value)
+
+
+class _JsonSlot(Slot):
+    __slots__ = ("container", "key", "value", "body")
+
+    def __init__(self, container: Any, key: Any, body: Body) -> None:
+        self.container, self.key, self.body = container, key, body
+        self.value = container[key]
+
+    def set(self, value: Any) -> None:
+        if self.body.kind == "form" and not isinstance(value, str):
+            value = _scalar_text(value)
+        self.container[self.key] = value
+        self.value = value
+        self.body.tree_changed()
+
+
+class _XmlSlot(Slot):
+    __slots__ = ("node", "mode", "attr", "value", "body")
+
+    def __init__(self, node: Any, mode: str, attr: str | None, value: str, body: Body) -> None:
+        self.node, self.mode, self.attr, self.value, self.body = node, mode, attr, value, body
+
+    def set(self, value: Any) -> None:
+        text = _scalar_text(value)
+        if self.mode == "text":
+            self.node.text = text
+        elif self.mode == "tail":
+            self.node.tail = text
+        else:
+            self.node.set(self.attr, text)
+        self.value = text
+        self.body.tree_changed()
+
+
+class _HeaderSlot(Slot):
+    __slots__ = ("headers", "name", "value")
+
+    def __init__(self, headers: dict[str, str], name: str) -> None:
+        self.headers, self.name = headers, name
+        self.value = headers[name]
+
+    def set(self, value: Any) -> None:
+        self.value = _scalar_text(value)
+        self.headers[self.name] = self.value
+
+
+class _QuerySlot(Slot):
+    __slots__ = ("pairs", "index", "value")
+
+    def __init__(self, pairs: list[tuple[str, str]], index: int) -> None:
+        self.pairs, self.index = pairs, index
+        self.value = pairs[index][1]
+
+    def set(self, value: Any) -> None:
+        self.value = _scalar_text(value)
+        self.pairs[self.index] = (self.pairs[self.index][0], self.value)
+
+
+@dataclass
+class Splicer:
+    """Collects regex replacements on one text snapshot and applies them at once (right to left)."""
+
+    body: Body
+    text: str
+    edits: list[tuple[int, int, str]] = field(default_factory=list)
+
+    def commit(self) -> None:
+        if not self.edits:
+            return
+        self.edits.sort()
+        for (_s1, e1, _), (s2, _e2, _) in zip(self.edits, self.edits[1:], strict=False):
+            if s2 < e1:
+                raise E.ProxyError("Two regex substitutions overlap in the body.", code=E.VALUE_NOT_SUBSTITUTABLE)
+        parts, pos = [], 0
+        for start, end, replacement in self.edits:
+            parts.append(self.text[pos:start])
+            parts.append(replacement)
+            pos = end
+        parts.append(self.text[pos:])
+        self.body.set_text("".join(parts))
+        self.edits.clear()
+
+
+class _RegexSlot(Slot):
+    __slots__ = ("splicer", "start", "end", "value")
+
+    def __init__(self, splicer: Splicer, start: int, end: int) -> None:
+        self.splicer, self.start, self.end = splicer, start, end
+        self.value = splicer.text[start:end]
+
+    def set(self, value: Any) -> None:
+        self.value = _scalar_text(value)
+        self.splicer.edits.append((self.start, self.end, self.splicer.body.escape(self.value)))
+
+
+# ---------------------------------------------------------------------------------------------------- locating
+
+
+def _too_many() -> E.ProxyError:
+    return E.ProxyError(f"A configured path matches more than {MAX_MATCHES} values.", code=E.VALUE_NOT_SUBSTITUTABLE)
+
+
+def _json_slots(cpath: CompiledPath, body: Body) -> Iterator[Slot]:
+    from jsonpath_ng.jsonpath import Fields, Index
+
+    for datum in cpath.jsonpath.find(body.tree()):
+        p, container = datum.path, datum.context.value if datum.context is not None else None
+        if isinstance(p, Fields) and isinstance(container, dict):
+            yield _JsonSlot(container, p.fields[0], body)
+        elif isinstance(p, Index) and isinstance(container, list):
+            yield _JsonSlot(container, p.indices[0], body)
+
+
+def _xml_slots(cpath: CompiledPath, body: Body) -> Iterator[Slot]:
+    from lxml import etree
+
+    for node in cpath.xpath(body.tree()):
+        if isinstance(node, etree._Element):
+            if isinstance(node.tag, str):  # comments and processing instructions are not values
+                yield _XmlSlot(node, "text", None, node.text or "", body)
+        elif getattr(node, "is_attribute", False):
+            yield _XmlSlot(node.getparent(), "attr", node.attrname, str(node), body)
+        elif getattr(node, "is_tail", False):
+            yield _XmlSlot(node.getparent(), "tail", None, str(node), body)
+        elif getattr(node, "is_text", False):
+            yield _XmlSlot(node.getparent(), "text", None, str(node), body)
+
+
+def locate(message: Message, cpath: CompiledPath, *, strict: bool = True,
+           splicer: Splicer | None = None) -> list[Slot]:
+    """Every value at ``cpath`` in ``message`` (empty when the path is absent: the caller skips it).
+
+    ``strict`` (substitutions) raises 8107 when a jsonpath/xpath meets a body of another kind; masks pass
+    ``strict=False`` and simply find nothing there. Regex slots of one action share ``splicer``.
+    """
+    slots: list[Slot] = []
+    if cpath.source == "header":
+        name = cpath.key or ""
+        if name in message.headers:
+            slots.append(_HeaderSlot(message.headers, name))
+        return slots
+    if cpath.source == "query":
+        for index, (name, _value) in enumerate(message.query):
+            if name == cpath.key:
+                slots.append(_QuerySlot(message.query, index))
+        return slots[:MAX_MATCHES] if not strict else _bounded(slots)
+    body = message.body
+    if body.kind == "none":
+        return slots
+    if cpath.type == "regex":
+        if splicer is None:
+            raise AssertionError("regex slots need a splicer")
+        text = splicer.text
+        assert cpath.regex is not None
+        try:
+            for match in _finditer(cpath.regex, text):
+                start, end = match.span(cpath.regex_group)
+                if start < 0:
+                    continue
+                slots.append(_RegexSlot(splicer, start, end))
+                if len(slots) > MAX_MATCHES:
+                    raise _too_many()
+        except RegexTimeout:
+            raise E.ProxyError("A configured regular expression took too long on this body.",
+                               code=E.REGEX_TIMEOUT) from None
+        return slots
+    wanted = ("json", "form") if cpath.type == "jsonpath" else ("xml",)
+    if body.kind not in wanted:
+        if strict:
+            raise E.ProxyError(f"The configuration addresses the body with {cpath.type}, which needs a "
+                               f"{' or '.join(w.upper() if w != 'form' else 'URL-form' for w in wanted)} body "
+                               f"(Content-Type).", code=E.CONTENT_TYPE_UNSUPPORTED)
+        return slots
+    finder = _json_slots if cpath.type == "jsonpath" else _xml_slots
+    for slot in finder(cpath, body):
+        slots.append(slot)
+        if len(slots) > MAX_MATCHES:
+            raise _too_many()
+    return slots
+
+
+def _bounded(slots: list[Slot]) -> list[Slot]:
+    if len(slots) > MAX_MATCHES:
+        raise _too_many()
+    return slots
+
+
+def _finditer(pattern: BoundedPattern, text: str) -> Iterator[Any]:
+    """Non-overlapping matches, each search under the pattern's time budget."""
+    pos, n = 0, len(text)
+    while pos <= n:
+        match = pattern.search(text, pos)
+        if match is None:
+            return
+        yield match
+        start, end = match.span()
+        pos = end if end > start else end + 1
+
+
+def new_splicer(message: Message) -> Splicer:
+    return Splicer(message.body, message.body.text())
+
+
+# ---------------------------------------------------------------------------------------------------- masking
+
+
+def mask_message(message: Message, masks: list[tuple[CompiledPath, Callable[[str], str]]]) -> None:
+    """Apply log masks in order; each mask rewrites every value its path finds (objects/arrays whole)."""
+    for cpath, masker in masks:
+        splicer = new_splicer(message) if (cpath.type == "regex" and message.body.kind != "none") else None
+        for slot in locate(message, cpath, strict=False, splicer=splicer):
+            value = slot.value
+            text = json.dumps(value, separators=(",", ":")) if isinstance(value, dict | list) else slot.text
+            slot.set(masker(text))
+        if splicer is not None:
+            splicer.commit()

@@ -1,0 +1,175 @@
+"""The proxy in-process on moto: what needs the strict (deployed) egress policy, a patched resolver, the clock
+or a fault injected; the rest is covered end to end over HTTP (tests/e2e/test_proxy_e2e.py)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+
+import pytest
+
+from tests.helpers import admin, call
+from tests.proxy_target import Target
+from vaultcore import clock
+from vaultcore.auth.hmac_scheme import build_hmac_header
+
+PAN = "4000056655665556"
+
+
+@pytest.fixture
+def partner(platform):
+    status, p = admin(platform, "POST", "/admin/v1/partners", {"name": "Proxy Co", "apiSecurity": "hmac"})
+    assert status == 201
+    return p
+
+
+def _doc(target: str, actions=None, masks=None) -> dict:
+    proxy = {"authorization": {"type": "passthrough", "headerName": "X-Key"}, "method": "post", "target": target}
+    if masks:
+        proxy["logSettings"] = {"requestMasks": masks}
+    return {"proxy": proxy, "actions": actions or []}
+
+
+def _create(platform, partner, doc) -> str:
+    status, body = admin(platform, "POST", f"/admin/v1/partners/{partner['partnerId']}/proxy-configurations", doc)
+    assert status == 201, body
+    return body["configReferenceID"]
+
+
+def _call(platform, partner, ref, body: str = "{}", headers=None):
+    path = f"/api/v1/partners/{partner['partnerId']}/configurations/{ref}"
+    auth = build_hmac_header(partner["partnerId"], base64.b64decode(partner["hmacKey"]), path, body.encode())
+    return call(platform, "ProxyFunction", "POST", path, body, {"Authorization": auth, "X-Key": "k", **(headers or {})},
+                path_params={"partnerID": partner["partnerId"], "configReferenceID": ref},
+                resource="/api/v1/partners/{partnerID}/configurations/{configReferenceID}")
+
+
+def _strict(monkeypatch, answers: dict[str, list[str]]):
+    """The deployed policy (no http, no loopback) and a resolver that answers ``answers`` for those names."""
+    from vaultcore.proxy import service
+
+    monkeypatch.setenv("VAULT_ALLOW_LOCAL_EGRESS", "0")
+    service.reset_caches()
+    real = socket.getaddrinfo
+
+    def fake(host, port, *args, **kwargs):
+        if host in answers:
+            return [(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_STREAM, 6, "", (a, port))
+                    for a in answers[host]]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+
+
+@pytest.mark.parametrize("addresses", [["127.0.0.1"], ["169.254.169.254"], ["93.184.216.34", "10.0.0.7"],
+                                       ["::ffff:169.254.169.254"], ["64:ff9b::a9fe:a9fe"]])
+def test_a_name_resolving_to_an_internal_address_is_refused_at_call_time(platform, partner, monkeypatch, addresses):
+    ref = _create(platform, partner, _doc("https://rebind.partner-api.com/pay"))  # passes the static check
+    _strict(monkeypatch, {"rebind.partner-api.com": addresses})
+    status, _, body = _call(platform, partner, ref)
+    assert (status, body["code"]) == (400, 8110) and "egress policy" in body["message"]
+    status, logs = admin(platform, "GET", f"/admin/v1/partners/{partner['partnerId']}/proxy-logs")
+    assert logs["logs"][0]["error"]["code"] == 8110
+
+
+def test_the_deployed_policy_refuses_http_and_loopback_targets_at_configuration_time(platform, partner, monkeypatch):
+    _strict(monkeypatch, {})
+    status, body = admin(platform, "POST", f"/admin/v1/partners/{partner['partnerId']}/proxy-configurations",
+                         _doc("http://127.0.0.1:9/x"))
+    assert (status, body["errCode"]) == (400, 8203)
+
+
+def test_updates_are_served_at_once_by_version_and_logs_expire(platform, partner):
+    with Target() as target:
+        ref = _create(platform, partner, _doc(target.url + "/echo"))
+        assert _call(platform, partner, ref)[0] == 200 and target.seen[-1]["path"] == "/echo"
+        status, body = admin(platform, "PUT", f"/admin/v1/partners/{partner['partnerId']}/proxy-configurations/{ref}",
+                             _doc(target.url + "/fail"))
+        assert body["version"] == 2
+        assert _call(platform, partner, ref)[0] == 500 and target.seen[-1]["path"] == "/fail"
+    logs = admin(platform, "GET", f"/admin/v1/partners/{partner['partnerId']}/proxy-logs")[1]["logs"]
+    assert [x["configVersion"] for x in logs] == [2, 1]
+    clock.set_offset(31 * 86400)  # past the 30-day retention: gone on read even before DynamoDB deletes them
+    assert admin(platform, "GET", f"/admin/v1/partners/{partner['partnerId']}/proxy-logs")[1]["logs"] == []
+
+
+def test_an_unexpected_error_is_8001_and_logged_with_its_type(platform, partner, monkeypatch):
+    from vaultcore.proxy import service
+
+    with Target() as target:
+        ref = _create(platform, partner, _doc(target.url + "/echo"))
+
+        def boom(*args, **kwargs):
+            raise RuntimeError("card 4000056655665556 in a message")
+
+        monkeypatch.setattr(service, "_send", boom)
+        status, _, body = _call(platform, partner, ref)
+    assert (status, body) == (500, {"success": False, "code": 8001, "message": "Internal server error."})
+    log = admin(platform, "GET", f"/admin/v1/partners/{partner['partnerId']}/proxy-logs")[1]["logs"][0]
+    assert log["error"] == {"code": 8001, "message": "Internal error.", "type": "RuntimeError"}
+    assert PAN not in json.dumps(log)
+
+
+def test_binary_answers_are_base64_and_safe_headers_only(platform, partner):
+    with Target() as target:
+        ref = _create(platform, partner, _doc(target.url + "/binary"))
+        out = platform.invoke("ProxyFunction", __import__("tests.helpers", fromlist=["api_event"]).api_event(
+            "POST", f"/api/v1/partners/{partner['partnerId']}/configurations/{ref}", "{}",
+            {"Authorization": build_hmac_header(partner["partnerId"], base64.b64decode(partner["hmacKey"]),
+                                                f"/api/v1/partners/{partner['partnerId']}/configurations/{ref}",
+                                                b"{}"), "X-Key": "k"},
+            path_params={"partnerID": partner["partnerId"], "configReferenceID": ref}))
+    assert out["isBase64Encoded"] is True and base64.b64decode(out["body"]) == b"\xff\xfe\x00binary"
+    assert out["headers"] == {"Cache-Control": "no-store", "Content-Type": "application/octet-stream"}
+
+
+def test_a_rotated_partner_key_stops_a_basic_configuration(platform):
+    status, p = admin(platform, "POST", "/admin/v1/partners", {"name": "Key Co", "apiSecurity": "key"})
+    auth = {"type": "basic", "username": p["partnerId"], "password": p["partnerKey"]}
+    with Target() as target:
+        target.basic = (p["partnerId"], p["partnerKey"])
+        doc = _doc(target.url + "/basic")
+        doc["proxy"]["authorization"] = auth
+        ref = _create(platform, p, doc)
+        path = f"/api/v1/partners/{p['partnerId']}/configurations/{ref}"
+        basic = "Basic " + base64.b64encode(f"{p['partnerId']}:{p['partnerKey']}".encode()).decode()
+        kw = {"path_params": {"partnerID": p["partnerId"], "configReferenceID": ref}}
+        assert call(platform, "ProxyFunction", "POST", path, "{}", {"Authorization": basic}, **kw)[2] == {
+            "verified": True}
+        rotated = admin(platform, "POST", f"/admin/v1/partners/{p['partnerId']}/rotate",
+                        {"kind": "partnerKey", "overlapSeconds": 0})[1]
+        status, _, body = call(platform, "ProxyFunction", "POST", path, "{}", {"Authorization": basic}, **kw)
+        assert (status, body["code"]) == (401, 8003)  # the caller's old key no longer authenticates
+        new_basic = "Basic " + base64.b64encode(f"{p['partnerId']}:{rotated['partnerKey']}".encode()).decode()
+        before = len(target.seen)
+        status, _, body = call(platform, "ProxyFunction", "POST", path, "{}", {"Authorization": new_basic}, **kw)
+        # The stored password is the revoked key: the configuration stops (8004) rather than forward it.
+        assert (status, body["code"]) == (403, 8004) and len(target.seen) == before
+
+
+def test_passthrough_without_header_name_forwards_the_incoming_authorization(platform, partner):
+    with Target() as target:
+        doc = _doc(target.url + "/echo")
+        doc["proxy"]["authorization"] = {"type": "passthrough"}
+        ref = _create(platform, partner, doc)
+        path = f"/api/v1/partners/{partner['partnerId']}/configurations/{ref}"
+        auth = build_hmac_header(partner["partnerId"], base64.b64decode(partner["hmacKey"]), path, b"{}")
+        status, _, _ = call(platform, "ProxyFunction", "POST", path, "{}", {"Authorization": auth},
+                            path_params={"partnerID": partner["partnerId"], "configReferenceID": ref})
+        assert status == 200 and target.seen[-1]["headers"]["authorization"] == auth
+    log = admin(platform, "GET", f"/admin/v1/partners/{partner['partnerId']}/proxy-logs")[1]["logs"][0]
+    assert log["request"]["headers"]["authorization"] == "[REDACTED]"
+
+
+def test_management_refuses_odd_references_and_unknown_partners(platform, partner):
+    pid = partner["partnerId"]
+    assert admin(platform, "GET", f"/admin/v1/partners/{pid}/proxy-configurations/{'x' * 2000}")[0] == 404
+    assert admin(platform, "DELETE", f"/admin/v1/partners/{pid}/proxy-configurations/a%20b")[0] == 404
+    status, body = admin(platform, "POST", "/admin/v1/partners/ghost/proxy-configurations",
+                         _doc("https://api.partner-api.com/x"))
+    assert (status, body["errCode"]) == (404, 404)
+    status, body = admin(platform, "GET", f"/admin/v1/partners/{pid}/proxy-logs", query={"limit": "500"})
+    assert status == 400 and "limit" in body["errMessage"]
+    status, body = admin(platform, "GET", f"/admin/v1/partners/{pid}/proxy-logs", query={"nextToken": "garbage!"})
+    assert status == 400 and "nextToken" in body["errMessage"]
