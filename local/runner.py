@@ -52,6 +52,17 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _rate_seconds(expression: str) -> float:
+    """rate(N unit) of an EventBridge schedule; LOCAL_SCHEDULE_SECONDS shortens every period locally."""
+    override = os.environ.get("LOCAL_SCHEDULE_SECONDS")
+    if override:
+        return float(override)
+    m = re.fullmatch(r"rate\((\d+) (minute|minutes|hour|hours|day|days)\)", expression.strip())
+    if not m:
+        return 60.0
+    return int(m.group(1)) * {"minute": 60, "hour": 3600, "day": 86400}[m.group(2).rstrip("s")]
+
+
 class LambdaContext:
     def __init__(self, name: str, timeout: int) -> None:
         self.function_name = name
@@ -95,6 +106,7 @@ class Platform:
         self.timeouts: dict[str, int] = {}
         self.sqs_sources: list[dict[str, Any]] = []
         self.queue_urls_by_arn: dict[str, str] = {}
+        self.schedules: list[dict[str, Any]] = []
         self.moto = None
         self._stop = threading.Event()
 
@@ -184,6 +196,8 @@ class Platform:
                 eprops = resolve(event.get("Properties", {}))
                 if event["Type"] == "Api":
                     self.routes.append(Route(eprops["Method"], eprops["Path"], name))
+                elif event["Type"] == "Schedule":
+                    self.schedules.append({"function": name, "every": _rate_seconds(str(eprops["Schedule"]))})
                 elif event["Type"] == "SQS":
                     self.sqs_sources.append({"function": name,
                                              "queue": self.queue_urls_by_arn.get(eprops["Queue"], eprops["Queue"]),
@@ -245,8 +259,20 @@ class Platform:
 
     # ------------------------------------------------------------ SQS event source
     def start_pollers(self) -> None:
+        for schedule in self.schedules:
+            threading.Thread(target=self._tick, args=(schedule,), daemon=True,
+                             name=f"schedule-{schedule['function']}").start()
         for source in self.sqs_sources:
             threading.Thread(target=self._poll, args=(source,), daemon=True, name=f"sqs-{source['function']}").start()
+
+    def _tick(self, schedule: dict[str, Any]) -> None:
+        """EventBridge schedules: invoke the function every period with a scheduled event."""
+        while not self._stop.wait(schedule["every"]):
+            try:
+                self.invoke(schedule["function"], {"source": "aws.events", "detail-type": "Scheduled Event",
+                                                   "detail": {}})
+            except Exception as exc:
+                print(f"scheduled {schedule['function']} raised {type(exc).__name__}", file=sys.stderr)
 
     def _poll(self, source: dict[str, Any]) -> None:
         import boto3

@@ -70,3 +70,35 @@ def test_a_message_already_delivered_is_not_sent_twice(platform, monkeypatch):
         assert len(receiver.delivered("/ok")) == 1
     finally:
         receiver.close()
+
+
+def test_a_postback_sqs_refused_waits_in_the_outbox_and_is_delivered(platform, monkeypatch):
+    """Nothing accepted is lost: the SALE succeeds while SQS is unavailable; the sweeper queues it later."""
+    from vaultcore.settings import reset_settings
+
+    receiver = Receiver()
+    try:
+        _, account = admin(platform, "POST", "/admin/v1/accounts", {"options": {}, "postback_url": receiver.url + "/ok"})
+        real_queue = platform.refs["PostbackQueue"]
+        monkeypatch.setenv("POSTBACK_QUEUE_URL", real_queue + "-unavailable")  # SQS answers NonExistentQueue
+        reset_settings()
+        status, _, sale = call(platform, "GatewayFunction", "POST", "/api/qsapi/3.8", {
+            "account_id": account["account_id"], "api_accesskey": account["api_accesskey"],
+            "transaction_type": "SALE", "tender_type": "CARD", "card_number": "4242424242424242",
+            "card_expiration": "1230", "transaction_amount": "7.00", "currency": "USD"})
+        assert status == 200 and sale["transaction_approved"] is True
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        assert "Messages" not in sqs.receive_message(QueueUrl=real_queue, WaitTimeSeconds=0)
+        monkeypatch.setenv("POSTBACK_QUEUE_URL", real_queue)
+        reset_settings()
+        assert platform.invoke("PostbackOutboxFunction", {}) == {"sent": 1}
+        assert platform.invoke("PostbackOutboxFunction", {}) == {"sent": 0}  # left the outbox
+        m = sqs.receive_message(QueueUrl=real_queue, AttributeNames=["All"])["Messages"][0]
+        assert json.loads(m["Body"])["transaction_id"] == sale["transaction_id"]
+        record = {"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
+                  "attributes": m["Attributes"], "messageAttributes": {}, "eventSource": "aws:sqs",
+                  "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackQueue", "awsRegion": "us-east-1"}
+        assert platform.invoke("PostbackFunction", {"Records": [record]}) == {"batchItemFailures": []}
+        assert len(receiver.delivered("/ok")) == 1
+    finally:
+        receiver.close()

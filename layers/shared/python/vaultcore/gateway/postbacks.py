@@ -24,6 +24,7 @@ import json
 import uuid
 from typing import Any
 
+from vaultcore.errors import DependencyError
 from vaultcore.gateway.validation import RSAPI_TOKEN_FIELDS
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
@@ -59,6 +60,13 @@ def enqueue_postback(account: Any, response: dict[str, Any], item: dict[str, Any
     if not queue:
         return None
     message = postback_message(account, response, item)
-    with aws_errors("postback enqueue"):
-        client("sqs").send_message(QueueUrl=queue, MessageBody=json.dumps(message, separators=(",", ":")))
+    try:
+        with aws_errors("postback enqueue"):
+            client("sqs").send_message(QueueUrl=queue, MessageBody=json.dumps(message, separators=(",", ":")))
+    except DependencyError:
+        # The charge is done: the postback must not be lost. The outbox keeps it until the sweeper queues it
+        # (vaultcore.postback.outbox); if this write fails too, the caller logs it loudly.
+        from vaultcore.postback.deliveries import save_unsent
+
+        save_unsent(message)
     return message["delivery_id"]

@@ -16,7 +16,10 @@ from vaultcore.settings import settings
 from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 
-__all__ = ["save_message", "load_message", "mark_delivered", "record_attempt", "list_attempts", "RETENTION_SECONDS"]
+__all__ = ["save_message", "save_unsent", "list_unsent", "mark_sent", "load_message", "mark_delivered",
+           "record_attempt", "list_attempts", "RETENTION_SECONDS", "OUTBOX_INDEX"]
+
+OUTBOX_INDEX = "outbox"  # sparse GSI: only messages the gateway could not queue carry the `outbox` attribute
 
 RETENTION_SECONDS = 90 * 86400
 
@@ -38,6 +41,38 @@ def save_message(message: dict[str, Any]) -> None:
                 ConditionExpression="attribute_not_exists(attempt_key)")
     except ConditionFailed:
         pass
+
+
+def save_unsent(message: dict[str, Any]) -> None:
+    """The outbox: the gateway could not put the message on the queue; keep it until the outbox sweeper does.
+
+    Written only on that failure path, so a healthy SALE pays nothing for it (PCI-free: the message holds no
+    clear card data).
+    """
+    now = int(clock.now())
+    with aws_errors("postback outbox write"):
+        dynamodb().put_item(TableName=_table(), Item=to_item({
+            "account_id": message["account_id"], "attempt_key": f"MSG#{message['delivery_id']}",
+            "delivery_id": message["delivery_id"], "transaction_id": message.get("transaction_id", ""),
+            "message": json.dumps(message, separators=(",", ":")), "state": "unsent", "outbox": "1",
+            "created_at": now, "expiresAt": now + RETENTION_SECONDS}))
+
+
+def list_unsent(limit: int = 100) -> list[dict[str, Any]]:
+    with aws_errors("postback outbox read"):
+        out = dynamodb().query(TableName=_table(), IndexName=OUTBOX_INDEX, Limit=limit,
+                               KeyConditionExpression="outbox = :o",
+                               ExpressionAttributeValues={":o": {"S": "1"}})
+    return [from_item(i) or {} for i in out.get("Items", [])]
+
+
+def mark_sent(account_id: str, delivery_id: str) -> None:
+    """Leave the outbox (the message is on the queue now); the sender's first attempt finds it pending."""
+    with aws_errors("postback outbox update"):
+        dynamodb().update_item(TableName=_table(), Key=to_item({"account_id": account_id,
+                                                                 "attempt_key": f"MSG#{delivery_id}"}),
+                               UpdateExpression="SET #s = :s REMOVE outbox", ExpressionAttributeNames={"#s": "state"},
+                               ExpressionAttributeValues=to_item({":s": "pending"}))
 
 
 def load_message(account_id: str, delivery_id: str) -> dict[str, Any] | None:
