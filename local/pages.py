@@ -27,4 +27,6 @@ def echo(platform: Any, method: str, path: str, headers: dict[str, str], body: b
     return 200, {"Content-Type": "application/json"}, json.dumps(answer).encode()
 
 
-ROUTES = [("/_local/echo", echo)]
+from local.checkout_page import ROUTE as CHECKOUT_ROUTE  # noqa: E402
+
+ROUTES = [CHECKOUT_ROUTE, ("/_local/echo", echo)]

@@ -16,4 +16,7 @@ def seed(base_url: str, demo: dict[str, Any]) -> dict[str, Any]:
     from local.seed_proxy import seed_proxy
 
     out.update(seed_proxy(base_url, demo))
+    from local.seed_wallet import seed_wallet
+
+    out.update(seed_wallet(base_url, demo))
     return out

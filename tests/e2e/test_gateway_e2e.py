@@ -113,10 +113,10 @@ def test_every_case_of_the_table(runner, encoding):
                  device_trans_id="6f1c2d3e-aaaa-bbbb-cccc-123456789abc")
     assert iframe["transaction_approved"] and iframe["custom_id"] == "iframe-session-1"
 
-    # Wallet payment: documented "not enabled" error for now.
+    # Wallet payment on an account without wallet settings: 701 (the wallet flow itself: test_wallet_e2e.py).
     wallet = pay(runner, encoding, transaction_type="SALE", tender_type="APay", transaction_amount="1.00",
                  apay_payload='{"paymentData": {}}')
-    assert wallet["error"] is True and wallet["error_code"] == 700 and wallet["transaction_approved"] is False
+    assert wallet["error"] is True and wallet["error_code"] == 701 and wallet["transaction_approved"] is False
 
 
 def test_every_trigger_over_http(runner):

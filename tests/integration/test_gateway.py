@@ -170,7 +170,7 @@ FAILURES = [
     ({"level2_tax": "0.00"}, E.LEVEL2_TAX),
     ({"card_number": None}, E.MISSING),
     ({"response_format": "XML"}, E.RESPONSE_FORMAT),
-    ({"tender_type": "APay", "apay_payload": "{}"}, E.WALLET_NOT_ENABLED),
+    ({"tender_type": "APay", "apay_payload": "{}"}, E.PAYMENT_DATA),  # issue 8: APay takes no card data
 ]
 
 
@@ -406,9 +406,10 @@ def test_iframe_etoken_payment(gw):
     assert gw.pay(**{**iframe, "etoken": "Z" * 60})["error_code"] == E.ETOKEN_FAILED
 
 
-def test_apay_is_not_enabled_yet(gw):
+def test_apay_without_wallet_settings_is_refused(gw):
+    # Issue 8: wallet payments are enabled per account (PUT /admin/v1/accounts/{id}/wallet); see test_wallet.py.
     body = gw.pay(transaction_type="SALE", tender_type="APay", transaction_amount="1.00", apay_payload="{}")
-    assert body["error_code"] == E.WALLET_NOT_ENABLED and body["error"] is True
+    assert body["error_code"] == 701 and body["error"] is True and body["transaction_approved"] is False
 
 
 # ----------------------------------------------------------------------------------------------- idempotency
@@ -553,7 +554,8 @@ def test_account_management(platform, monkeypatch):
     assert status == 201 and len(acct["account_id"]) == 12 and len(acct["api_accesskey"]) == 32
     assert len(acct["postback_secret"]) == 64
     assert acct["options"] == {"tokenization": True, "token_payments": False, "token_data_in_postback": False,
-                               "token_data_in_rsapi": False, "fraud_scoring": False}
+                               "token_data_in_rsapi": False, "fraud_scoring": False,
+                               "fraud_in_rsapi": False}  # issue 8
     status, got = admin(platform, "GET", f"/admin/v1/accounts/{acct['account_id']}")
     assert status == 200 and "api_accesskey" not in got and "postback_secret" not in got
     item = client("dynamodb").get_item(TableName=settings().registry_table,

@@ -6,6 +6,7 @@ from vaultcore.admin import (
     postbacks,  # noqa: F401
     proxy,  # noqa: F401
     tokens,  # noqa: F401
+    wallet,  # noqa: F401
 )
 from vaultcore.admin.router import dispatch
 

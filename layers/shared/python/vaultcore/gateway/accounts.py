@@ -4,7 +4,8 @@ Registry item ``ACCOUNT#<account_id>`` / ``PROFILE``::
 
     accountId      12 digits (public-facts: a 12-digit account id)
     partnerId      the partner whose tokenization keys auto-tokenization and token payments use (optional)
-    options        {tokenization, token_payments, token_data_in_postback, token_data_in_rsapi, fraud_scoring}
+    options        {tokenization, token_payments, token_data_in_postback, token_data_in_rsapi, fraud_scoring,
+                    fraud_in_rsapi (issue 8: fraud fields in the reporting interface)}
     postbackUrl    https URL checked against the egress policy (CWE-918), or absent
     status         active | disabled
     keyHash        SHA-256 hex of api_accesskey, the only form authentication uses (the key is 128 random bits:
@@ -66,7 +67,8 @@ __all__ = [
     "reset_caches",
 ]
 
-OPTION_NAMES = ("tokenization", "token_payments", "token_data_in_postback", "token_data_in_rsapi", "fraud_scoring")
+OPTION_NAMES = ("tokenization", "token_payments", "token_data_in_postback", "token_data_in_rsapi", "fraud_scoring",
+                "fraud_in_rsapi")  # issue 8: the reporting interface returns fraud_score/_recommendation/_reasons
 HASH_WINDOW_SECONDS = 15 * 60
 _NEEDS_PARTNER = ("tokenization", "token_payments")
 _DUMMY_HASH = hashlib.sha256(b"no such account").hexdigest().encode()

@@ -149,13 +149,18 @@ ERROR_MESSAGES: dict[int, str] = {
     E.CVC_CHECK_FAILED: "DECLINED: CVV2 CHECK FAILED",
     E.IDEMPOTENCY_MISMATCH: "This idempotency key was used with different parameters.",
     E.IDEMPOTENCY_IN_PROGRESS: "A request with this idempotency key is still in progress; retry shortly.",
-    E.WALLET_NOT_ENABLED: "Wallet payments (tender_type APay) are not enabled on this platform yet.",
+    E.WALLET_NOT_ENABLED: "Wallet payments (tender_type APay) are not enabled (no longer returned: see 701).",
     E.REPORT_NOT_FOUND: "No transaction with this transaction_id exists on this account.",
     E.REPORT_DATE_RANGE: "start_date and end_date must be YYYY-MM-DD or 'YYYY-MM-DD HH:MM:SS' (UTC), start before end, at most 31 days apart.",
     E.REPORT_PAGE_TOKEN: "next_token is not valid.",
     E.REPORT_FIELD: "include_fields names an unknown field.",
     E.REPORT_LIMIT: "limit must be an integer from 1 to 100.",
 }
+
+# Issue 8: the wallet (701-719) and fraud scoring (720-721) codes live with their module; one table here.
+from vaultcore.wallet.errors import WALLET_ERROR_MESSAGES  # noqa: E402
+
+ERROR_MESSAGES.update(WALLET_ERROR_MESSAGES)
 
 _STATUS = {E.INTERNAL: 500, E.IDEMPOTENCY_IN_PROGRESS: 409}
 

@@ -17,6 +17,9 @@ Token fields (``bfid``, ``vault_token_card_number``, ``vault_token_card_expirati
 ``vault_token_bank_account_number``, ``vault_token_bank_routing_number``) are returned only when the account's
 TOKEN DATA IN RSAPI is on, or, when it is off, those named in ``include_fields`` (comma-separated); absent ones
 are empty strings. Unknown names in ``include_fields`` are an error (804).
+
+Fraud fields (issue 8): ``fraud_score``, ``fraud_recommendation`` and ``fraud_reasons`` of a scored payment are
+returned when the account option ``fraud_in_rsapi`` is on, or when named in ``include_fields``.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from vaultcore.gateway.errors import E, GatewayError
 from vaultcore.gateway.processor import transaction_timestamp
 from vaultcore.gateway.service import RESPONSE_FIELDS, response_from_item
 from vaultcore.gateway.validation import LEVEL2_FIELDS, RSAPI_TOKEN_FIELDS, parse_variables
+from vaultcore.wallet.gateway_hooks import FRAUD_FIELDS
 
 __all__ = ["rsapi", "TOKEN_REPORT_FIELDS", "record_of", "MAX_RANGE_SECONDS"]
 
@@ -40,7 +44,8 @@ MAX_RANGE_SECONDS = 31 * 24 * 3600
 DEFAULT_LIMIT = 25
 _EXTRA_FIELDS = ("account_id", "payment_type", "device_trans_id", "reissue", *LEVEL2_FIELDS, "auth_status",
                  "auth_expires_at", "captured_by")
-_INCLUDABLE = frozenset({*TOKEN_REPORT_FIELDS, *(n for n, _ in RESPONSE_FIELDS), *_EXTRA_FIELDS})
+_INCLUDABLE = frozenset({*TOKEN_REPORT_FIELDS, *(n for n, _ in RESPONSE_FIELDS), *_EXTRA_FIELDS,
+                         *FRAUD_FIELDS})  # issue 8: fraud_score, fraud_recommendation, fraud_reasons
 _KNOWN = frozenset({"account_id", "api_accesskey", "hash", "timestamp", "hash_key", "transaction_id",
                     "start_date", "end_date", "limit", "next_token", "include_fields", "response_format"})
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?: ([0-9]{2}):([0-9]{2}):([0-9]{2}))?")
@@ -55,6 +60,9 @@ def record_of(item: dict[str, Any], token_fields: set[str]) -> dict[str, Any]:
     for name in TOKEN_REPORT_FIELDS:
         if name in token_fields:
             record[name] = str(item.get(name) or "")
+    for name in FRAUD_FIELDS:  # issue 8: the fraud recommendation, when the account setting or the caller asks
+        if name in token_fields and item.get(name) is not None:
+            record[name] = item[name]
     return record
 
 
@@ -62,9 +70,10 @@ def _token_fields(account: accounts.Account, include: str | None) -> set[str]:
     names = {n.strip() for n in (include or "").split(",") if n.strip()}
     if len(names) > 50 or any(n not in _INCLUDABLE for n in names):
         raise GatewayError(E.REPORT_FIELD)
+    fraud = set(FRAUD_FIELDS) if account.option("fraud_in_rsapi") else names & set(FRAUD_FIELDS)  # issue 8
     if account.option("token_data_in_rsapi"):
-        return set(TOKEN_REPORT_FIELDS)
-    return names & set(TOKEN_REPORT_FIELDS)
+        return set(TOKEN_REPORT_FIELDS) | fraud
+    return (names & set(TOKEN_REPORT_FIELDS)) | fraud
 
 
 def _parse_date(text: str, *, end: bool) -> int:

@@ -57,6 +57,7 @@ from vaultcore.gateway.validation import (
     validate_request,
 )
 from vaultcore.logs import get_logger
+from vaultcore.wallet import gateway_hooks
 
 __all__ = ["qsapi", "process", "response_from_item", "RESPONSE_FIELDS", "AUTHORIZATION_LIFETIME_SECONDS"]
 
@@ -109,8 +110,6 @@ def process(content_type: str, body: bytes, header_key: str | None) -> tuple[int
     variables = parse_variables(content_type, body)
     account = accounts.authenticate(variables, now=now)
     req = validate_request(variables, now=now)
-    if req.source == "wallet":
-        raise GatewayError(E.WALLET_NOT_ENABLED)
     key = _idempotency_key(header_key, req)
     payment: PaymentData | None = None
     if req.source in ("card", "ach"):
@@ -332,8 +331,17 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
     elif req.source == "iframe":
         payment, token_info, token_source = _resolve_etoken(account, req)
         check_payment(payment, req, now=now)
+    # --- issue 8 (wallet): tender_type APay -> the token's device account number (vaultcore.wallet) ---
+    wallet_fields: dict[str, Any] = {}
+    if req.source == "wallet":
+        card_values, wallet_fields = gateway_hooks.wallet_payment(
+            account.account_id, req.values, req.values["transaction_amount"], req.currency)
+        payment = PaymentData("CARD", card_values)
+    # --- end issue 8 ---
     assert payment is not None
-    if not token_info and account.option("tokenization") and account.partner_id:
+    # A wallet's device account number is single-use with its cryptogram: auto-tokenizing it would store
+    # nothing a later payment could use (issue 8).
+    if not token_info and account.option("tokenization") and account.partner_id and req.source != "wallet":
         token_info = _auto_tokenize(account, payment)  # round trip 1 (Tokens PutItem)
         token_source = "auto"
 
@@ -349,6 +357,10 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
             account_number=payment.values["bank_account_number"],
             routing_number=payment.values["bank_routing_number"], amount_cents=amount, currency=req.currency))
         last4 = payment.values["bank_account_number"][-4:]
+    # --- issue 8 (fraud scoring): account option fraud_scoring + device_trans_id; reject declines (720) ---
+    outcome, fraud_fields = gateway_hooks.fraud_screen(account, req.get("device_trans_id"),
+                                                       payment.values.get("card_number"), outcome)
+    # --- end issue 8 ---
     created = int(now)
     card = payment.kind == "CARD"
     item: dict[str, Any] = {
@@ -369,6 +381,7 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
         "reissue": "1" if req.reissue else None, "token_source": token_source,
         **{k: req.values[k] for k in LEVEL2_FIELDS if k in req.values},
         **token_info,
+        **wallet_fields, **fraud_fields,  # issue 8: tender_type APay, entry_mode wallet, ECI; fraud score
     }
     if req.transaction_type == "AUTHORIZATION":
         item["auth_status"] = "authorized" if outcome.approved else "declined"

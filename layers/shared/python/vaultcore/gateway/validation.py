@@ -344,9 +344,6 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
     _require(values, "transaction_type")
     ttype = values["transaction_type"]
     tender = values.get("tender_type")
-    if tender == "APAY" and ttype != "CAPTURE":
-        return GatewayRequest(values, ttype, "APAY", 0, values.get("currency", "USD"), "wallet")
-
     currency = values.get("currency", "USD").strip().upper()
     if not is_currency(currency):
         raise GatewayError(E.CURRENCY)
@@ -363,6 +360,13 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
     bfid = values.get("bfid")
     payment_fields = [k for k in (*_CARD_PLAIN, "card_verification", *_BANK_PLAIN, "etoken", "custom_id")
                       if k in values]
+
+    if tender == "APAY" and ttype != "CAPTURE":
+        # Issue 8: a wallet payment carries apay_payload instead of payment data; amount and currency are
+        # checked above like any payment, and against the token by vaultcore.wallet.payments.
+        if payment_fields or tokens or bfid or values.get("reissue") == "1":
+            raise GatewayError(E.PAYMENT_DATA, "A wallet payment (tender_type APay) takes apay_payload, not payment data.")
+        return GatewayRequest(values, ttype, "APAY", amount, currency, "wallet")
 
     if ttype == "CAPTURE":
         _require(values, "token_id")

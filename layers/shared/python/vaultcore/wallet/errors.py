@@ -1,0 +1,74 @@
+"""Wallet (701-719) and fraud scoring (720-729) error codes, in the gateway's ``error_code`` space.
+
+The gateway reserves 7xx for wallets (700 was "wallet payments not enabled on this platform yet", the
+placeholder this issue replaces). These codes appear in gateway transaction responses (``error_code``), in
+the wallet session endpoint's error body and as ``refusalReasonCode`` in the ``/payments`` format. The README's
+"Wallet payments" table is :data:`WALLET_ERROR_MESSAGES`.
+
+Messages never carry a token, a device account number, a cryptogram or a key.
+"""
+
+from __future__ import annotations
+
+from vaultcore.errors import VaultError
+
+__all__ = ["W", "WALLET_ERROR_MESSAGES", "WalletError"]
+
+
+class W:
+    NOT_CONFIGURED = 701
+    PAYLOAD_MISSING = 702
+    PAYLOAD_MALFORMED = 703
+    UNSUPPORTED_VERSION = 704
+    KEY_MISMATCH = 705
+    DECRYPT_FAILED = 706
+    SIGNATURE_INVALID = 707
+    CHAIN_INVALID = 708
+    SIGNING_TIME = 709
+    AMOUNT_MISMATCH = 710
+    CURRENCY_MISMATCH = 711
+    REPLAYED = 712
+    PAYMENT_DATA = 713
+    CARD_EXPIRED = 714
+    NO_TRUST_ROOT = 715
+    REFERRER = 716
+    IDENTITY_MISSING = 717
+    MERCHANT_ID = 718
+    VALIDATION_FAILED = 719
+    FRAUD_REJECT = 720
+    FRAUD_DEVICE_ID = 721
+
+
+WALLET_ERROR_MESSAGES: dict[int, str] = {
+    W.NOT_CONFIGURED: "Wallet payments are not configured for this account.",
+    W.PAYLOAD_MISSING: "apay_payload is required for tender_type APay.",
+    W.PAYLOAD_MALFORMED: "apay_payload must be the wallet payment token as JSON text or base64 of it.",
+    W.UNSUPPORTED_VERSION: "The wallet token version is not supported (EC_v1 only).",
+    W.KEY_MISMATCH: "The wallet token was not encrypted for this merchant's payment processing key.",
+    W.DECRYPT_FAILED: "The wallet token could not be decrypted.",
+    W.SIGNATURE_INVALID: "The wallet token signature is invalid.",
+    W.CHAIN_INVALID: "The wallet token signer does not chain to a configured trust root.",
+    W.SIGNING_TIME: "The wallet token was signed outside the accepted window (5 minutes).",
+    W.AMOUNT_MISMATCH: "transaction_amount does not match the amount in the wallet token.",
+    W.CURRENCY_MISMATCH: "currency does not match the currency in the wallet token.",
+    W.REPLAYED: "This wallet token has already been used.",
+    W.PAYMENT_DATA: "The wallet token's payment data is incomplete or of an unsupported type.",
+    W.CARD_EXPIRED: "The wallet card has expired.",
+    W.NO_TRUST_ROOT: "No wallet trust root is configured (account or platform default).",
+    W.REFERRER: "referrer is not one of the account's wallet domains.",
+    W.IDENTITY_MISSING: "The account has no merchant identity certificate for wallet sessions.",
+    W.MERCHANT_ID: "merchant_id does not match the account's wallet merchant identifier.",
+    W.VALIDATION_FAILED: "The wallet vendor's merchant validation failed.",
+    W.FRAUD_REJECT: "DECLINED: FRAUD SCREENING",
+    W.FRAUD_DEVICE_ID: "device_trans_id must be 1 to 64 letters, digits, hyphens or underscores.",
+}
+
+
+class WalletError(VaultError):
+    """A wallet or fraud refusal with its 7xx code. HTTP 200 by default, like every gateway failure."""
+
+    code = W.DECRYPT_FAILED
+    status = 200
+
+    def __init__(self, code: int, message: str | None = None, *, status: int = 200) -> None:
+        super().__init__(message or WALLET_ERROR_MESSAGES.get(code, "Wallet error."), code=code, status=status)

@@ -1,0 +1,173 @@
+"""``POST /api/v1/wallet_pay/get_wallet_pay_session``: a wallet payment session from the vendor.
+
+The browser's ``onvalidatemerchant`` hands the page a validation request; the merchant's server asks us for a
+session (it holds ``account_id`` and ``api_accesskey``; spec Authentication rule 2), and we ask the wallet
+vendor, authenticating with the merchant identity certificate over mutual TLS. The answer (an opaque session
+object) goes back unchanged, to be passed to ``completeMerchantValidation`` in the browser.
+
+Request (JSON): ``account_id``, ``api_accesskey``, ``display_name`` (1-64 characters), ``referrer`` (the shop
+domain or a URL on it: it must be one of the account's wallet domains, 716), ``merchant_id`` (the wallet
+merchant identifier; it must be the account's, 718).
+
+The vendor endpoint is one per stack: ``WALLET_MERCHANT_VALIDATION_URL`` (the vendor's published payment
+session URL in the template). The call is SSRF-checked like every egress (:mod:`vaultcore.net.ssrf`: URL
+policy, every resolved address checked, the connection made to a checked address with SNI and certificate
+checks on the name), carries the vendor's body ``{merchantIdentifier, displayName, initiative: "web",
+initiativeContext: <domain>}``, follows no redirect, and is bounded in time (15 s) and size (64 KB).
+``WALLET_MERCHANT_VALIDATION_CA_FILE`` may name a CA bundle to verify the vendor with instead of the system
+store (the local tests' stand-in uses it).
+
+Python's ``ssl`` loads a client certificate only from files: the identity key is written to a private
+temporary directory (0700, file 0600), loaded into the SSL context and deleted at once; the context is cached
+per container (``KEY_CACHE_SECONDS``) so this happens once per cold container and account.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import ssl
+import tempfile
+from typing import Any
+
+from vaultcore.api.http import Request, Response, json_response
+from vaultcore.cache import TTLCache
+from vaultcore.errors import VaultError
+from vaultcore.logs import get_logger
+from vaultcore.settings import settings as platform_settings
+from vaultcore.wallet import settings as wallet_settings
+from vaultcore.wallet.errors import W, WalletError
+
+__all__ = ["get_wallet_pay_session", "request_session", "VALIDATION_URL_ENV", "VALIDATION_CA_ENV", "reset_caches"]
+
+VALIDATION_URL_ENV = "WALLET_MERCHANT_VALIDATION_URL"
+VALIDATION_CA_ENV = "WALLET_MERCHANT_VALIDATION_CA_FILE"
+_TOTAL_SECONDS = 15.0
+_MAX_RESPONSE = 65_536
+_log = get_logger("wallet.session")
+_contexts: TTLCache[ssl.SSLContext] | None = None
+
+
+def reset_caches() -> None:
+    global _contexts
+    _contexts = None
+
+
+def _context_cache() -> TTLCache[ssl.SSLContext]:
+    global _contexts
+    if _contexts is None:
+        _contexts = TTLCache(platform_settings().key_cache_seconds, max_items=256)
+    return _contexts
+
+
+def _ssl_context(certificate_pem: str, key_pem: str) -> ssl.SSLContext:
+    cache_key = hashlib.sha256((certificate_pem + key_pem).encode("utf-8")).hexdigest()
+    cached = _context_cache().get(cache_key)
+    if cached is not None:
+        return cached
+    context = ssl.create_default_context(cafile=os.environ.get(VALIDATION_CA_ENV) or None)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    with tempfile.TemporaryDirectory(prefix="wallet-identity-") as directory:  # mode 0700
+        cert_path, key_path = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
+        for path, text in ((cert_path, certificate_pem), (key_path, key_pem)):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w") as handle:
+                handle.write(text)
+        context.load_cert_chain(cert_path, key_path)
+    _context_cache().put(cache_key, context)
+    return context
+
+
+def request_session(url: str, body: dict[str, Any], certificate_pem: str, key_pem: str) -> dict[str, Any]:
+    """POST ``body`` to the vendor over mutual TLS; the session object, or WalletError 719 (HTTP 502)."""
+    from urllib3 import HTTPSConnectionPool, Timeout
+    from urllib3 import exceptions as u3
+
+    from vaultcore.net.ssrf import EgressError, EgressPolicy, resolve_and_check, validate_target_url
+
+    def fail(reason: str) -> WalletError:
+        _log.warning("merchant validation failed", extra={"reason": reason})
+        return WalletError(W.VALIDATION_FAILED, status=502)
+
+    policy = EgressPolicy.from_env()
+    try:
+        target = validate_target_url(url, policy)
+        if target.scheme != "https":
+            raise fail("not-https")
+        addresses = resolve_and_check(target.host, target.port, policy)
+    except EgressError as exc:
+        raise fail(f"egress-{exc.reason}") from None
+    context = _ssl_context(certificate_pem, key_pem)
+    payload = json.dumps(body).encode("utf-8")
+    headers = {"Host": target.host_header, "Content-Type": "application/json", "Accept": "application/json",
+               "Accept-Encoding": "identity"}
+    for ip in addresses[:4]:
+        pool = HTTPSConnectionPool(str(ip), target.port, ssl_context=context, server_hostname=target.host,
+                                   assert_hostname=target.host, retries=False, maxsize=1,
+                                   timeout=Timeout(connect=3.0, read=_TOTAL_SECONDS - 3.0))
+        try:
+            response = pool.urlopen("POST", target.request_target, body=payload, headers=headers, redirect=False,
+                                    retries=False, preload_content=False, assert_same_host=False)
+            data = response.read(_MAX_RESPONSE + 1, decode_content=False)
+            response.release_conn()
+        except u3.NewConnectionError:
+            continue  # nothing was sent: the next checked address
+        except (u3.HTTPError, OSError) as exc:
+            raise fail("tls" if isinstance(exc, u3.SSLError | ssl.SSLError) else "io") from None
+        finally:
+            pool.close()
+        if response.status != 200:
+            raise fail(f"status-{response.status}")
+        if len(data) > _MAX_RESPONSE:
+            raise fail("too-large")
+        try:
+            session = json.loads(data)
+        except ValueError:
+            session = None
+        if not isinstance(session, dict):
+            raise fail("not-json")
+        return session
+    raise fail("connect")
+
+
+def _text(body: dict[str, Any], name: str, high: int) -> str:
+    value = body.get(name)
+    if not isinstance(value, str) or not 1 <= len(value) <= high or not value.isprintable():
+        raise WalletError(400, f"{name} is required (1 to {high} printable characters).", status=400)
+    return value
+
+
+def get_wallet_pay_session(request: Request) -> Response:
+    from vaultcore.wallet.merchants import authenticate_merchant
+
+    body = request.json()
+    if not isinstance(body, dict):
+        raise WalletError(400, "The request body must be a JSON object.", status=400)
+    try:
+        account = authenticate_merchant(body.get("account_id"), body.get("api_accesskey"))
+    except VaultError as exc:  # the gateway's 101/102/200 answer, with an HTTP status that says so
+        raise WalletError(exc.code, exc.message, status=401) from None
+    display_name = _text(body, "display_name", 64)
+    merchant_id = _text(body, "merchant_id", 255)
+    referrer = _text(body, "referrer", 2048)
+    ws = wallet_settings.get_wallet_settings(account.account_id)
+    if ws is None:
+        raise WalletError(W.NOT_CONFIGURED, status=400)
+    if merchant_id != ws.merchant_identifier:
+        raise WalletError(W.MERCHANT_ID, status=400)
+    domain = wallet_settings.normalise_domain(referrer)
+    if domain is None or domain not in ws.domains:
+        raise WalletError(W.REFERRER, status=400)
+    secrets = wallet_settings.load_secrets(ws)
+    if not secrets.merchant_identity_certificate or not secrets.merchant_identity_private_key:
+        raise WalletError(W.IDENTITY_MISSING, status=400)
+    url = os.environ.get(VALIDATION_URL_ENV, "")
+    if not url:
+        raise WalletError(W.VALIDATION_FAILED, "Wallet merchant validation is not configured on this platform.",
+                          status=502)
+    session = request_session(url, {"merchantIdentifier": ws.merchant_identifier, "displayName": display_name,
+                                     "initiative": "web", "initiativeContext": domain},
+                              secrets.merchant_identity_certificate, secrets.merchant_identity_private_key)
+    _log.info("wallet session issued", extra={"account_id": account.account_id})
+    return json_response(200, session)

@@ -1,0 +1,189 @@
+"""Wallet payments and device collection over real HTTP against the local runner.
+
+This module starts its own runner, pointed at a local stand-in for the wallet vendor's merchant validation
+endpoint (HTTPS that requires the merchant identity certificate): WALLET_MERCHANT_VALIDATION_URL and the
+stand-in's CA are per-stack settings, given to the runner with ``--env`` as an operator would set them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.http import admin, post_json, request
+from tests.wallet_support import MERCHANT_ID, SHOP_DOMAIN, MerchantValidationStub, Pki, new_merchant, wallet_body
+from vaultcore.wallet.errors import W
+
+ROOT = Path(__file__).resolve().parents[2]
+PAN = "4111111111111111"
+
+
+class _Runner:
+    def __init__(self, base_url: str, demo: dict, logs: list[Path]) -> None:
+        self.base_url, self.demo, self._logs = base_url, demo, logs
+
+    def logs(self) -> str:
+        return "".join(p.read_text(errors="replace") for p in self._logs)
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    return Pki(tmp_path_factory.mktemp("wallet-pki"))
+
+
+@pytest.fixture(scope="module")
+def stub(pki):
+    server = MerchantValidationStub(pki)
+    yield server
+    server.close()
+
+
+@pytest.fixture(scope="module")
+def wrunner(tmp_path_factory, pki, stub):
+    state = tmp_path_factory.mktemp("wallet-runner")
+    out, err = state / "stdout.log", state / "stderr.log"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["PYTHONUNBUFFERED"] = "1"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "local.runner", "--port", "0", "--state-dir", str(state), "--quiet-banner",
+         "--env", f"WALLET_MERCHANT_VALIDATION_URL={stub.url}",
+         "--env", f"WALLET_MERCHANT_VALIDATION_CA_FILE={pki.server_ca_file}"],
+        cwd=ROOT, env=env, stdout=open(out, "wb"), stderr=open(err, "wb"))
+    base_url, deadline = None, time.monotonic() + 60
+    while time.monotonic() < deadline and base_url is None:
+        if proc.poll() is not None:
+            raise RuntimeError("runner exited:\n" + err.read_text())
+        m = re.search(r"Local platform listening on (http://\S+)", err.read_text())
+        if m and (state / "demo.json").exists():
+            base_url = m.group(1)
+        time.sleep(0.1)
+    assert base_url, "runner did not start within 60 s"
+    yield _Runner(base_url, json.loads((state / "demo.json").read_text()), [out, err])
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="module")
+def merchant():
+    return new_merchant()
+
+
+@pytest.fixture(scope="module")
+def shop(wrunner, merchant, pki):
+    """A gateway account with fraud scoring, its wallet (the test's own CA chain as trust root) and a client id."""
+    status, account = admin(wrunner.base_url, "POST", "/admin/v1/accounts", {"options": {"fraud_scoring": True}})
+    assert status == 201
+    status, view = admin(wrunner.base_url, "PUT", f"/admin/v1/accounts/{account['account_id']}/wallet",
+                         wallet_body(merchant, pki))
+    assert status == 200, view
+    status, client = admin(wrunner.base_url, "POST", f"/admin/v1/accounts/{account['account_id']}/fraud-client")
+    assert status == 201
+    return {**account, "client_id": client["client_id"]}
+
+
+def apay_sale(wrunner, shop, token, amount="10.00", **extra):
+    return post_json(wrunner.base_url + "/api/qsapi/3.8", {
+        "account_id": shop["account_id"], "api_accesskey": shop["api_accesskey"], "response_format": "JSON",
+        "transaction_type": "SALE", "tender_type": "APay", "transaction_amount": amount, "currency": "USD",
+        "apay_payload": json.dumps(token), **extra})
+
+
+def test_apay_sale_with_a_token_the_test_signed(wrunner, shop, merchant):
+    token = merchant.token(amount=1000, pan=PAN)
+    status, body = apay_sale(wrunner, shop, token)
+    assert status == 200 and body["transaction_approved"] is True, body
+    assert (body["tender_type"], body["card_brand"], body["last4"], body["card_expiration"]) == ("APay", "Visa", "1111", "1229")
+    assert body["error_code"] == 0 and body["transaction_amount"] == 10.0
+    # The same token again is a replay; a token for another amount is refused with 710.
+    status, again = apay_sale(wrunner, shop, token)
+    assert (again["error"], again["error_code"], again["transaction_approved"]) == (True, W.REPLAYED, False)
+    status, wrong = apay_sale(wrunner, shop, merchant.token(amount=1000), amount="12.00")
+    assert wrong["error_code"] == W.AMOUNT_MISMATCH
+    # Stored without the device account number; the transaction detail shows the wallet's last four.
+    status, detail = admin(wrunner.base_url, "GET",
+                           f"/admin/v1/accounts/{shop['account_id']}/transactions/{body['transaction_id']}")
+    assert status == 200 and detail["last4"] == "1111" and PAN not in json.dumps(detail)
+    assert PAN not in wrunner.logs() and token["paymentData"]["data"][:40] not in wrunner.logs()
+
+
+def test_apay_payload_as_base64_and_the_other_request_format(wrunner, shop, merchant):
+    import base64
+
+    b64 = base64.b64encode(json.dumps(merchant.token(amount=2550)).encode()).decode()
+    status, body = post_json(wrunner.base_url + "/api/qsapi/3.8", {
+        "account_id": shop["account_id"], "api_accesskey": shop["api_accesskey"], "transaction_type": "SALE",
+        "tender_type": "APay", "transaction_amount": "25.50", "currency": "USD", "apay_payload": b64})
+    assert body["transaction_approved"] is True, body
+    creds = {"account_id": shop["account_id"], "api_accesskey": shop["api_accesskey"]}
+    status, methods = post_json(wrunner.base_url + "/paymentMethods",
+                                {**creds, "countryCode": "US", "amount": {"currency": "USD", "value": 1000},
+                                 "channel": "Web"})
+    assert status == 200 and "applepay" in [m["type"] for m in methods["paymentMethods"]]
+    token = merchant.token(amount=1000)
+    pay = {**creds, "amount": {"currency": "USD", "value": 1000}, "reference": "order-1",
+           "paymentMethod": {"type": "applepay", "applePayToken": json.dumps(token)}}
+    status, answer = post_json(wrunner.base_url + "/payments", pay)
+    assert status == 200 and answer["resultCode"] == "Authorized", answer
+    assert re.fullmatch(r"\d{12}", answer["pspReference"]) and answer["merchantReference"] == "order-1"
+    status, answer = post_json(wrunner.base_url + "/payments", pay)  # the same token again
+    assert answer["resultCode"] == "Refused" and answer["refusalReasonCode"] == str(W.REPLAYED)
+    status, answer = post_json(wrunner.base_url + "/payments", {**pay, "api_accesskey": "0" * 32})
+    assert status == 401
+
+
+def test_wallet_session_against_the_stand_in(wrunner, shop, stub):
+    status, body = post_json(wrunner.base_url + "/api/v1/wallet_pay/get_wallet_pay_session", {
+        "account_id": shop["account_id"], "api_accesskey": shop["api_accesskey"], "display_name": "Example Shop",
+        "referrer": f"https://{SHOP_DOMAIN}/cart", "merchant_id": MERCHANT_ID})
+    assert status == 200, body
+    assert body["merchantSessionIdentifier"] == "SSH-stand-in" and body["domainName"] == SHOP_DOMAIN
+    assert stub.requests[-1]["client_cn"] == f"Merchant ID: {MERCHANT_ID}"
+    assert stub.requests[-1]["body"]["initiativeContext"] == SHOP_DOMAIN
+    status, body = post_json(wrunner.base_url + "/api/v1/wallet_pay/get_wallet_pay_session", {
+        "account_id": shop["account_id"], "api_accesskey": shop["api_accesskey"], "display_name": "Example Shop",
+        "referrer": "https://attacker.example.net/", "merchant_id": MERCHANT_ID})
+    assert (status, body["error_code"]) == (400, W.REFERRER)
+
+
+def test_association_file_served_as_text_plain(wrunner, shop):
+    content = "7B227073704964223A22...domain association\n"
+    status, view = admin(wrunner.base_url, "PUT", f"/admin/v1/accounts/{shop['account_id']}/wallet/domain-association",
+                         {"content": content})
+    assert status == 200
+    url = wrunner.base_url + view["path"]
+    status, headers, data = request(url, method="GET", headers={"Host": SHOP_DOMAIN})
+    assert (status, headers["content-type"], data.decode()) == (200, "text/plain", content)
+    status, headers, _ = request(url, method="GET", headers={"Host": "unknown.example.org"})
+    assert status == 404 and headers["content-type"] == "text/plain"
+
+
+def test_collector_script_and_signals(wrunner, shop):
+    base, client_id = wrunner.base_url, shop["client_id"]
+    status, headers, script = request(f"{base}/cdn/cs/{client_id}.js", method="GET")
+    assert status == 200 and headers["content-type"].startswith("application/javascript") and b"bcn" in script
+    assert request(f"{base}/cdn/cs/00000000000000000000.js", method="GET")[0] == 404
+    dvci = str(uuid.uuid4())
+    report = {"dvci": dvci, "sid": "s1", "pid": "p1", "dvc": "a",
+              "signals": {"userAgent": "e2e", "languages": ["en-US"], "timeZone": "UTC", "tzOffset": 0,
+                          "screen": {"width": 800, "height": 600, "colorDepth": 24, "pixelRatio": 1},
+                          "platform": "Linux", "canvasHash": "cd" * 32}}
+    status, headers, data = request(f"{base}/cdn/cs/{client_id}/collect", json.dumps(report),
+                                    headers={"Content-Type": "text/plain"})
+    assert status == 200 and json.loads(data) == {"received": True, "reused": False}
+    assert headers["access-control-allow-origin"] == "*"
+    again = request(f"{base}/cdn/cs/{client_id}/collect", json.dumps({**report, "pid": "p2"}),
+                    headers={"Content-Type": "text/plain"})
+    assert json.loads(again[2])["reused"] is True
+    status, stored = admin(base, "GET", f"/admin/v1/accounts/{shop['account_id']}/fraud-client/{client_id}/devices/{dvci}")
+    assert status == 200 and stored["signals"]["canvasHash"] == "cd" * 32 and stored["reused"] is True

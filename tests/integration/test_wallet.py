@@ -1,0 +1,355 @@
+"""Wallet settings, token decryption service, wallet session (mutual TLS stand-in), association file,
+the /paymentMethods format — in-process handlers on moto."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tests.helpers import admin, call
+from tests.wallet_support import (
+    MERCHANT_ID,
+    SHOP_DOMAIN,
+    MerchantValidationStub,
+    Pki,
+    new_merchant,
+    wallet_body,
+)
+from vaultcore.crypto.wallet_token_testing import make_merchant_keys, make_test_chain
+from vaultcore.store.aws import dynamodb
+from vaultcore.wallet.errors import W, WalletError
+from vaultcore.wallet.payments import decrypt_wallet_payment
+
+
+@pytest.fixture
+def merchant():
+    return new_merchant()
+
+
+@pytest.fixture
+def account(platform):
+    status, body = admin(platform, "POST", "/admin/v1/accounts", {"options": {"fraud_scoring": True}})
+    assert status == 201, body
+    return body
+
+
+@pytest.fixture
+def wallet_account(platform, account, merchant):
+    status, body = admin(platform, "PUT", f"/admin/v1/accounts/{account['account_id']}/wallet", wallet_body(merchant))
+    assert status == 200, body
+    return account
+
+
+def refused(account_id: str, payload, amount="10.00", currency="USD") -> int:
+    with pytest.raises(WalletError) as excinfo:
+        decrypt_wallet_payment(account_id, payload, amount, currency)
+    return excinfo.value.code
+
+
+# ------------------------------------------------------------------------------------------------ settings
+
+
+def test_wallet_settings_are_stored_wrapped_and_shown_without_private_keys(platform, account, merchant):
+    path = f"/admin/v1/accounts/{account['account_id']}/wallet"
+    assert admin(platform, "GET", path)[0] == 404
+    status, view = admin(platform, "PUT", path, wallet_body(merchant, domains=["Shop.Example.com", "https://pay.example.com/x"]))
+    assert status == 200
+    assert view["domains"] == [SHOP_DOMAIN, "pay.example.com"] and view["verify_signature"] is True
+    assert view["merchant_identifier"] == MERCHANT_ID and len(view["trust_roots"]) == 1
+    assert "payment_processing_private_key" not in json.dumps(view) and "PRIVATE KEY" not in json.dumps(view)
+    assert admin(platform, "GET", path)[1] == view
+    # At rest: the Registry item holds no PEM key or certificate in clear, only the KMS envelope.
+    items = dynamodb().scan(TableName="RegistryTable")["Items"]
+    raw = json.dumps(items)
+    assert "PRIVATE KEY" not in raw and merchant.cert_pem.decode().splitlines()[1] not in raw
+    # A PUT without the keys keeps them (the operator changes domains without re-sending secrets).
+    body = wallet_body(merchant, domains=["other.example.com"])
+    for name in ("payment_processing_private_key", "payment_processing_certificate"):
+        body.pop(name)
+    status, view = admin(platform, "PUT", path, body)
+    assert status == 200 and view["domains"] == ["other.example.com"]
+    assert view["payment_processing_public_key_hash"]
+
+
+@pytest.mark.parametrize(("changes", "fragment"), [
+    ({"merchant_identifier": ""}, "merchant_identifier"),
+    ({"payment_processing_private_key": None}, "payment_processing_private_key is required"),
+    ({"payment_processing_private_key": "-----BEGIN PRIVATE KEY-----\nAAAA\n-----END PRIVATE KEY-----"}, "readable"),
+    ({"domains": ["not a domain"]}, "domains"),
+    ({"domains": ["10.0.0.1"]}, "domains"),
+    ({"verify_signature": "no"}, "boolean"),
+    ({"trust_roots": ["nope"]}, "trust_roots"),
+    ({"merchant_identifier": "merchant.com.other"}, "merchant identifier"),
+    ({"merchant_identity_certificate": "-----BEGIN CERTIFICATE-----\n-----END CERTIFICATE-----"}, "go together"),
+])
+def test_wallet_settings_validation(platform, account, merchant, changes, fragment):
+    status, body = admin(platform, "PUT", f"/admin/v1/accounts/{account['account_id']}/wallet",
+                         {k: v for k, v in wallet_body(merchant, **changes).items() if v is not None})
+    assert status == 400 and fragment in body["errMessage"]
+
+
+def test_certificate_must_hold_the_private_keys_public_key(platform, account, merchant):
+    _, other_cert = make_merchant_keys(MERCHANT_ID)
+    status, body = admin(platform, "PUT", f"/admin/v1/accounts/{account['account_id']}/wallet",
+                         wallet_body(merchant, payment_processing_certificate=other_cert.decode()))
+    assert status == 400 and "public key" in body["errMessage"]
+
+
+def test_a_domain_belongs_to_one_account_and_unknown_accounts_are_404(platform, wallet_account, merchant):
+    _, other = admin(platform, "POST", "/admin/v1/accounts", {})
+    status, body = admin(platform, "PUT", f"/admin/v1/accounts/{other['account_id']}/wallet", wallet_body(merchant))
+    assert status == 409
+    assert admin(platform, "PUT", "/admin/v1/accounts/999999999999/wallet", wallet_body(merchant))[0] == 404
+
+
+def test_verify_signature_false_is_refused_outside_cert(platform, account, merchant, monkeypatch):
+    from vaultcore.settings import reset_settings
+
+    monkeypatch.setenv("ENVIRONMENT", "prod")
+    reset_settings()
+    status, body = admin(platform, "PUT", f"/admin/v1/accounts/{account['account_id']}/wallet",
+                         wallet_body(merchant, verify_signature=False))
+    assert status == 400 and "certification environment" in body["errMessage"]
+
+
+# ----------------------------------------------------------------------------------------- decryption
+
+
+def test_a_valid_token_decrypts_once_in_every_payload_form(platform, wallet_account, merchant):
+    account_id = wallet_account["account_id"]
+    token = merchant.token(amount=1000)
+    card = decrypt_wallet_payment(account_id, json.dumps(token), "10.00", "USD")
+    assert (card.last4, card.expiry_mmyy, card.brand, card.eci) == ("1111", "1229", "Visa", "7")
+    assert card.network == "Visa" and card.transaction_id == token["paymentData"]["header"]["transactionId"]
+    assert refused(account_id, json.dumps(token)) == W.REPLAYED
+    b64 = base64.b64encode(json.dumps(merchant.token(amount=250, full=False)).encode()).decode()
+    assert decrypt_wallet_payment(account_id, b64, "2.50", "USD").last4 == "1111"
+
+
+def test_each_refusal_has_its_code(platform, wallet_account, merchant):
+    account_id = wallet_account["account_id"]
+    assert refused(account_id, "") == W.PAYLOAD_MISSING
+    assert refused(account_id, "{nope") == W.PAYLOAD_MALFORMED
+    assert refused(account_id, json.dumps(merchant.token(amount=1000)), amount="10.01") == W.AMOUNT_MISMATCH
+    assert refused(account_id, json.dumps(merchant.token(amount=1000)), currency="EUR") == W.CURRENCY_MISMATCH
+    assert refused(account_id, json.dumps(merchant.token(chain=make_test_chain()))) == W.CHAIN_INVALID
+    old = datetime.now(UTC) - timedelta(minutes=10)
+    assert refused(account_id, json.dumps(merchant.token(signing_time=old))) == W.SIGNING_TIME
+    tampered = merchant.token()
+    tampered["paymentData"]["data"] = base64.b64encode(b"x" * 64).decode()
+    assert refused(account_id, json.dumps(tampered)) == W.SIGNATURE_INVALID
+    stranger = new_merchant()
+    foreign = stranger.token(chain=merchant.chain)  # signed by the trusted chain, encrypted for another key
+    assert refused(account_id, json.dumps(foreign)) == W.KEY_MISMATCH
+    assert refused(account_id, json.dumps(merchant.token(expiration="200101"))) == W.CARD_EXPIRED
+    v2 = merchant.token()
+    v2["paymentData"]["version"] = "RSA_v1"
+    assert refused(account_id, json.dumps(v2)) == W.UNSUPPORTED_VERSION
+    # A refused token was not consumed: the same token with the right amount still pays once.
+    token = merchant.token(amount=1000)
+    assert refused(account_id, json.dumps(token), amount="9.99") == W.AMOUNT_MISMATCH
+    assert decrypt_wallet_payment(account_id, json.dumps(token), "10.00", "USD").last4 == "1111"
+
+
+def test_not_configured_and_trust_roots(platform, account, merchant):
+    account_id = account["account_id"]
+    assert refused(account_id, json.dumps(merchant.token())) == W.NOT_CONFIGURED
+    body = wallet_body(merchant)
+    body.pop("trust_roots")
+    assert admin(platform, "PUT", f"/admin/v1/accounts/{account_id}/wallet", body)[0] == 200
+    assert refused(account_id, json.dumps(merchant.token())) == W.NO_TRUST_ROOT
+    # The stack-wide default applies to accounts without roots of their own.
+    assert admin(platform, "GET", "/admin/v1/wallet/trust-roots")[0] == 404
+    status, view = admin(platform, "PUT", "/admin/v1/wallet/trust-roots", {"trust_roots": [merchant.chain.root_pem.decode()]})
+    assert status == 200 and len(view["trust_roots"]) == 1
+    from vaultcore.wallet.settings import reset_caches
+
+    reset_caches()
+    assert decrypt_wallet_payment(account_id, json.dumps(merchant.token()), "10.00", "USD").last4 == "1111"
+
+
+def test_signature_checks_are_skipped_only_when_turned_off_in_cert(platform, account, merchant):
+    account_id = account["account_id"]
+    admin(platform, "PUT", f"/admin/v1/accounts/{account_id}/wallet", wallet_body(merchant, verify_signature=False))
+    untrusted = merchant.token(chain=make_test_chain(), signing_time=datetime.now(UTC) - timedelta(days=3))
+    assert decrypt_wallet_payment(account_id, json.dumps(untrusted), "10.00", "USD").last4 == "1111"
+
+
+# --------------------------------------------------------------------------------------------- session
+
+
+@pytest.fixture
+def pki(tmp_path):
+    return Pki(tmp_path)
+
+
+@pytest.fixture
+def stub(pki):
+    server = MerchantValidationStub(pki)
+    yield server
+    server.close()
+
+
+def session_call(platform, body):
+    return call(platform, "WalletSessionFunction", "POST", "/api/v1/wallet_pay/get_wallet_pay_session", body)
+
+
+def test_wallet_session_through_mutual_tls(platform, account, merchant, pki, stub, monkeypatch):
+    monkeypatch.setenv("WALLET_MERCHANT_VALIDATION_URL", stub.url)
+    monkeypatch.setenv("WALLET_MERCHANT_VALIDATION_CA_FILE", str(pki.server_ca_file))
+    account_id = account["account_id"]
+    assert admin(platform, "PUT", f"/admin/v1/accounts/{account_id}/wallet", wallet_body(merchant, pki))[0] == 200
+    creds = {"account_id": account_id, "api_accesskey": account["api_accesskey"]}
+    status, _, body = session_call(platform, {**creds, "display_name": "Example Shop",
+                                              "referrer": f"https://{SHOP_DOMAIN}/checkout", "merchant_id": MERCHANT_ID})
+    assert status == 200, body
+    assert body["merchantSessionIdentifier"] == "SSH-stand-in" and body["domainName"] == SHOP_DOMAIN
+    sent = stub.requests[-1]
+    assert sent["body"] == {"merchantIdentifier": MERCHANT_ID, "displayName": "Example Shop", "initiative": "web",
+                            "initiativeContext": SHOP_DOMAIN}
+    assert sent["client_cn"] == f"Merchant ID: {MERCHANT_ID}" and sent["path"] == "/paymentservices/paymentSession"
+
+    ok = {**creds, "display_name": "Example Shop", "referrer": SHOP_DOMAIN, "merchant_id": MERCHANT_ID}
+    for changes, code, http in (({"referrer": "evil.example.net"}, W.REFERRER, 400),
+                                ({"merchant_id": "merchant.com.other"}, W.MERCHANT_ID, 400),
+                                ({"api_accesskey": "0" * 32}, 102, 401),
+                                ({"display_name": ""}, 400, 400)):
+        status, _, body = session_call(platform, {**ok, **changes})
+        assert (status, body["error_code"]) == (http, code)
+    # The vendor's failure is 719 (HTTP 502), never its body.
+    stub.status = 500
+    status, _, body = session_call(platform, ok)
+    assert (status, body["error_code"]) == (502, W.VALIDATION_FAILED)
+
+
+def test_wallet_session_needs_the_identity_and_a_server_we_trust(platform, account, merchant, pki, stub, monkeypatch):
+    account_id = account["account_id"]
+    creds = {"account_id": account_id, "api_accesskey": account["api_accesskey"], "display_name": "Shop",
+             "referrer": SHOP_DOMAIN, "merchant_id": MERCHANT_ID}
+    monkeypatch.setenv("WALLET_MERCHANT_VALIDATION_URL", stub.url)
+    admin(platform, "PUT", f"/admin/v1/accounts/{account_id}/wallet", wallet_body(merchant))
+    status, _, body = session_call(platform, creds)
+    assert (status, body["error_code"]) == (400, W.IDENTITY_MISSING)
+    admin(platform, "PUT", f"/admin/v1/accounts/{account_id}/wallet", wallet_body(merchant, pki))
+    # No CA override: the stand-in's certificate is not trusted, so the TLS handshake fails closed.
+    monkeypatch.delenv("WALLET_MERCHANT_VALIDATION_CA_FILE", raising=False)
+    status, _, body = session_call(platform, creds)
+    assert (status, body["error_code"]) == (502, W.VALIDATION_FAILED) and not stub.requests
+    # An internal URL is refused by the egress policy before any connection.
+    monkeypatch.setenv("WALLET_MERCHANT_VALIDATION_URL", "https://169.254.169.254/latest")
+    assert session_call(platform, creds)[2]["error_code"] == W.VALIDATION_FAILED
+
+
+# ------------------------------------------------------------------------------------- association file
+
+
+def test_association_file_is_served_as_text_for_the_owning_domain(platform, wallet_account):
+    account_id = wallet_account["account_id"]
+    content = "7B227073704964223A2242393935...\n"
+    status, view = admin(platform, "PUT", f"/admin/v1/accounts/{account_id}/wallet/domain-association",
+                         {"content": content})
+    assert status == 200 and view["path"] == "/.well-known/apple-developer-merchantid-domain-association"
+    out = platform.invoke("DomainAssociationFunction", {
+        "resource": "/.well-known/{file}", "path": view["path"], "httpMethod": "GET",
+        "headers": {"Host": SHOP_DOMAIN}, "pathParameters": {"file": "apple-developer-merchantid-domain-association"},
+        "requestContext": {"requestId": "r"}, "body": None})
+    assert out["statusCode"] == 200 and out["body"] == content and out["headers"]["Content-Type"] == "text/plain"
+    for host, name in ((SHOP_DOMAIN, "other-file"), ("unknown.example.com", "apple-developer-merchantid-domain-association")):
+        out = platform.invoke("DomainAssociationFunction", {
+            "resource": "/.well-known/{file}", "path": f"/.well-known/{name}", "httpMethod": "GET",
+            "headers": {"Host": host}, "pathParameters": {"file": name}, "requestContext": {}, "body": None})
+        assert out["statusCode"] == 404 and out["headers"]["Content-Type"] == "text/plain"
+    assert admin(platform, "PUT", f"/admin/v1/accounts/{account_id}/wallet/domain-association",
+                 {"file_name": "../x", "content": "a"})[0] == 400
+
+
+# ------------------------------------------------------------------------------------------ /paymentMethods
+
+
+def test_payment_methods_lists_the_wallet_only_when_configured(platform, account, merchant):
+    creds = {"account_id": account["account_id"], "api_accesskey": account["api_accesskey"]}
+    body = {**creds, "countryCode": "US", "amount": {"currency": "USD", "value": 1000}, "channel": "Web"}
+    status, _, out = call(platform, "CheckoutFunction", "POST", "/paymentMethods", body)
+    assert status == 200 and [m["type"] for m in out["paymentMethods"]] == ["scheme"]
+    admin(platform, "PUT", f"/admin/v1/accounts/{account['account_id']}/wallet", wallet_body(merchant))
+    from vaultcore.wallet.settings import reset_caches
+
+    reset_caches()
+    status, _, out = call(platform, "CheckoutFunction", "POST", "/paymentMethods", body)
+    assert [m["type"] for m in out["paymentMethods"]] == ["scheme", "applepay"]
+    assert out["paymentMethods"][1]["configuration"]["merchantId"] == MERCHANT_ID
+    # Header credentials work too; bad ones are 401, a bad channel 422.
+    status, _, out = call(platform, "CheckoutFunction", "POST", "/paymentMethods", {"channel": "iOS"},
+                          headers={"X-Account-Id": creds["account_id"], "X-Api-Accesskey": creds["api_accesskey"]})
+    assert status == 200 and len(out["paymentMethods"]) == 2
+    assert call(platform, "CheckoutFunction", "POST", "/paymentMethods", {**body, "api_accesskey": "x"})[0] == 401
+    status, _, out = call(platform, "CheckoutFunction", "POST", "/paymentMethods", {**body, "channel": "Android"})
+    assert status == 422 and out["errorType"] == "validation"
+
+
+# ------------------------------------------------------------------------------------------ in the gateway
+
+
+def qsapi(platform, account, **variables):
+    body = {"account_id": account["account_id"], "api_accesskey": account["api_accesskey"], **variables}
+    return call(platform, "GatewayFunction", "POST", "/api/qsapi/3.8", body)
+
+
+def test_apay_sale_authorization_and_capture_through_the_gateway(platform, wallet_account, merchant):
+    token = merchant.token(amount=1999)
+    status, _, body = qsapi(platform, wallet_account, transaction_type="SALE", tender_type="APay",
+                            transaction_amount="19.99", currency="USD", apay_payload=json.dumps(token))
+    assert status == 200 and body["transaction_approved"] is True, body
+    assert (body["tender_type"], body["card_brand"], body["last4"], body["card_expiration"], body["entry_mode"]) == (
+        "APay", "Visa", "1111", "1229", "wallet")
+    status, detail = admin(platform, "GET", f"/admin/v1/accounts/{wallet_account['account_id']}/transactions/"
+                                            f"{body['transaction_id']}")
+    assert detail["wallet_eci"] == "7" and detail["wallet_network"] == "Visa"
+    assert "4111111111111111" not in json.dumps(detail) and "AOBiPO" not in json.dumps(detail)
+    # Replay, then an authorization captured later like any card authorization.
+    assert qsapi(platform, wallet_account, transaction_type="SALE", tender_type="APay", transaction_amount="19.99",
+                 apay_payload=json.dumps(token))[2]["error_code"] == W.REPLAYED
+    auth = qsapi(platform, wallet_account, transaction_type="AUTHORIZATION", tender_type="APay",
+                 transaction_amount="5.00", apay_payload=json.dumps(merchant.token(amount=500)))[2]
+    assert auth["transaction_approved"] is True
+    capture = qsapi(platform, wallet_account, transaction_type="CAPTURE", token_id=auth["transaction_id"],
+                    transaction_amount="5.00")[2]
+    assert capture["transaction_approved"] is True and capture["tender_type"] == "APay"
+    # A sandbox decline trigger inside a wallet token is declined like the card.
+    declined = qsapi(platform, wallet_account, transaction_type="SALE", tender_type="APay", transaction_amount="1.00",
+                     apay_payload=json.dumps(merchant.token(amount=100, pan="4000000000000002")))[2]
+    assert (declined["transaction_approved"], declined["error_code"]) == (False, 500)
+    # Card data with APay is refused; a missing payload is 702.
+    assert qsapi(platform, wallet_account, transaction_type="SALE", tender_type="APay", transaction_amount="1.00",
+                 card_number="4242424242424242")[2]["error_code"] == 217
+    assert qsapi(platform, wallet_account, transaction_type="SALE", tender_type="APay",
+                 transaction_amount="1.00")[2]["error_code"] == W.PAYLOAD_MISSING
+    # Amount and currency are validated like any payment before the token is opened.
+    assert qsapi(platform, wallet_account, transaction_type="SALE", tender_type="APay", transaction_amount="1.001",
+                 apay_payload=json.dumps(merchant.token(amount=100)))[2]["error_code"] == 206
+    assert qsapi(platform, wallet_account, transaction_type="SALE", tender_type="APay", transaction_amount="1.00",
+                 currency="XYZ", apay_payload=json.dumps(merchant.token(amount=100)))[2]["error_code"] == 207
+
+
+def test_payments_format_authorized_and_refused(platform, wallet_account, merchant):
+    creds = {"account_id": wallet_account["account_id"], "api_accesskey": wallet_account["api_accesskey"]}
+    token = merchant.token(amount=1000)
+    pay = {**creds, "amount": {"currency": "USD", "value": 1000}, "reference": "order-7",
+           "paymentMethod": {"type": "applepay", "applePayToken": token}}
+    status, _, body = call(platform, "CheckoutFunction", "POST", "/payments", pay)
+    assert status == 200 and body["resultCode"] == "Authorized", body
+    assert body["additionalData"]["cardSummary"] == "1111" and len(body["pspReference"]) == 12
+    status, _, body = call(platform, "CheckoutFunction", "POST", "/payments", pay)
+    assert (body["resultCode"], body["refusalReasonCode"]) == ("Refused", str(W.REPLAYED))
+    status, _, body = call(platform, "CheckoutFunction", "POST", "/payments",
+                           {**pay, "amount": {"currency": "USD", "value": 999},
+                            "paymentMethod": {"type": "applepay", "applePayToken": json.dumps(merchant.token(amount=1000))}})
+    assert (body["resultCode"], body["refusalReasonCode"]) == ("Refused", str(W.AMOUNT_MISMATCH))
+    for broken in ({**pay, "amount": {"currency": "USD", "value": "10"}}, {**pay, "reference": ""},
+                   {**pay, "paymentMethod": {"type": "scheme"}}):
+        status, _, body = call(platform, "CheckoutFunction", "POST", "/payments", broken)
+        assert status == 422 and body["errorType"] == "validation"
+    assert call(platform, "CheckoutFunction", "POST", "/payments", {**pay, "api_accesskey": "f" * 32})[0] == 401
