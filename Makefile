@@ -14,6 +14,8 @@ $(VENV)/.installed: requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install --quiet --upgrade pip
 	$(VENV)/bin/pip install --quiet -r requirements-dev.txt
+	# The shared layer on the venv's path (as /opt/python is in Lambda), so `python -m vaultcore...` works.
+	$(VENV)/bin/python -c "import site, pathlib; pathlib.Path(site.getsitepackages()[0], 'vaultcore-layer.pth').write_text(str(pathlib.Path('layers/shared/python').resolve()) + '\n')"
 	touch $@
 
 run: venv

@@ -112,7 +112,11 @@ class Platform:
 
     # ------------------------------------------------------------ AWS stand-ins
     def start_moto(self) -> str:
+        import logging
+
         from moto.server import ThreadedMotoServer
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access log is noise here
 
         port = _free_port()
         # Bind to loopback only (STYLE.md pitfall 6: ThreadedMotoServer binds 0.0.0.0 by default).
