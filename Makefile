@@ -25,13 +25,13 @@ lint: venv
 	$(VENV)/bin/ruff check .
 
 unit: venv
-	$(VENV)/bin/pytest tests/unit
+	$(VENV)/bin/pytest -q tests/unit
 
 integration: venv
-	$(VENV)/bin/pytest tests/integration
+	$(VENV)/bin/pytest -q tests/integration
 
 e2e: venv
-	$(VENV)/bin/pytest tests/e2e
+	$(VENV)/bin/pytest -q tests/e2e
 
 sam-validate: venv
 	$(VENV)/bin/sam validate --lint --region $(AWS_DEFAULT_REGION)

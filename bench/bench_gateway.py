@@ -64,8 +64,8 @@ def warm_in_process(n: int = 200) -> dict:
 
 def main() -> dict:
     result = {
-        "cold_import_ms_median": {name: cold_import_ms(ROOT / "functions" / name / "app.py")
-                                  for name in ("gateway", "reporting")},
+        "cold_import_ms_median_app_and_first_call_route": {
+            name: cold_import_ms(ROOT / "functions" / name / "app.py") for name in ("gateway", "reporting")},
         "in_process": warm_in_process(),
         "target": "warm SALE with card data and auto-tokenization: at most 3 DynamoDB round trips",
     }

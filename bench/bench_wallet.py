@@ -73,7 +73,8 @@ def main() -> dict:
         results["warm_score_payment"] = {"median_ms": round(statistics.median(score_times[1:]), 3),
                                          "dynamodb_calls": max(score_calls[1:])}
     for name in ("collector", "wallet_session", "wallet_domain", "checkout"):
-        results[f"cold_import_ms_{name}"] = cold_import_ms(ROOT / "functions" / name / "app.py", runs=3)
+        app_ms, route_ms = cold_import_ms(ROOT / "functions" / name / "app.py", runs=3)
+        results[f"cold_import_ms_{name}"] = {"app": app_ms, "first_call_route": route_ms}
     print(json.dumps({"wallet_fraud": results}, indent=2))
     return results
 

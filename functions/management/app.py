@@ -1,6 +1,5 @@
 """The management API (/admin/v1/...): wiring only; routes live in vaultcore.admin."""
 
-from vaultcore.admin.routes import dispatch
 from vaultcore.api.handler import api_handler
 
-lambda_handler = api_handler("admin", dispatch)
+lambda_handler = api_handler("admin", "vaultcore.admin.routes:dispatch")

@@ -2,6 +2,5 @@
 vaultcore.proxy.service."""
 
 from vaultcore.api.handler import api_handler
-from vaultcore.proxy.service import handle_proxy
 
-lambda_handler = api_handler("proxy", handle_proxy)
+lambda_handler = api_handler("proxy", "vaultcore.proxy.service:handle_proxy")

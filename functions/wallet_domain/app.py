@@ -1,6 +1,5 @@
 """GET /.well-known/{file}: the wallet domain association file; wiring only (vaultcore.wallet.wellknown)."""
 
 from vaultcore.api.handler import api_handler
-from vaultcore.wallet.wellknown import serve_association_file
 
-lambda_handler = api_handler("gateway", serve_association_file)
+lambda_handler = api_handler("gateway", "vaultcore.wallet.wellknown:serve_association_file")

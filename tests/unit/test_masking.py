@@ -381,17 +381,6 @@ def test_redact_text_is_idempotent(parts: list[str]) -> None:
     assert redact_text(once) == once
 
 
-def test_redact_text_is_fast() -> None:
-    lines = [r[0] for r in REDACTIONS] + ORDINARY
-    start = time.perf_counter()
-    for _ in range(200):
-        for line in lines:
-            redact_text(line)
-    elapsed = time.perf_counter() - start
-    # ~11,000 lines; a generous ceiling that still catches a catastrophic regular expression.
-    assert elapsed < 5.0
-
-
 def test_redact_text_has_no_catastrophic_backtracking() -> None:
     hostile = [
         "1 " * 5000,

@@ -44,6 +44,8 @@ __all__ = [
     "PreparedFF1",
     "encrypt_numerals",
     "decrypt_numerals",
+    "num_radix",
+    "str_radix",
     "MIN_DOMAIN",
     "MIN_RADIX",
     "MAX_RADIX",
@@ -235,7 +237,8 @@ class PreparedFF1:
         self._enc.finalize()
 
 
-def _num(numerals: Sequence[int], radix: int) -> int:
+def num_radix(numerals: Sequence[int], radix: int) -> int:
+    """NUM_radix(X) of SP 800-38G §4.5: the number the numeral string represents, most significant first."""
     x = 0
     for d in numerals:
         if not isinstance(d, int) or not 0 <= d < radix:
@@ -244,7 +247,8 @@ def _num(numerals: Sequence[int], radix: int) -> int:
     return x
 
 
-def _str(x: int, radix: int, n: int) -> list[int]:
+def str_radix(x: int, radix: int, n: int) -> list[int]:
+    """STR^m_radix(x) of SP 800-38G §4.5: the n-numeral representation of x, most significant first."""
     out = [0] * n
     for i in range(n - 1, -1, -1):
         x, out[i] = divmod(x, radix)
@@ -254,10 +258,10 @@ def _str(x: int, radix: int, n: int) -> list[int]:
 def _crypt_numerals(key: bytes, tweak: bytes, numerals: Sequence[int], radix: int, decrypt: bool) -> list[int]:
     _check_radix(radix)
     ff1 = PreparedFF1(key, tweak, radix, len(numerals))
-    x = _num(numerals, radix)
+    x = num_radix(numerals, radix)
     y = ff1.decrypt_int(x) if decrypt else ff1.encrypt_int(x)
     ff1.close()
-    return _str(y, radix, len(numerals))
+    return str_radix(y, radix, len(numerals))
 
 
 def encrypt_numerals(key: bytes, tweak: bytes, numerals: Sequence[int], radix: int) -> list[int]:
@@ -305,7 +309,7 @@ class FF1:
         y = ff1.decrypt_int(x) if decrypt else ff1.encrypt_int(x)
         ff1.close()
         alphabet = self.alphabet
-        return "".join(alphabet[d] for d in _str(y, radix, len(text)))
+        return "".join(alphabet[d] for d in str_radix(y, radix, len(text)))
 
     def encrypt(self, text: str, tweak: bytes = b"") -> str:
         """FF1.Encrypt (Algorithm 7) of ``text``; the result has the same length and alphabet."""

@@ -43,7 +43,7 @@ import hmac
 import time
 import unicodedata
 
-from vaultcore.crypto.ff1 import MIN_DOMAIN, PreparedFF1
+from vaultcore.crypto.ff1 import MIN_DOMAIN, PreparedFF1, num_radix, str_radix
 from vaultcore.tokens.templates import MIN_TOKEN_DOMAIN, TemplateField
 
 __all__ = [
@@ -138,23 +138,9 @@ def _split(field: TemplateField, text: object, what: str) -> tuple[list[int], li
     return middle, [index[text[p]] for p in middle]
 
 
-def _num(numerals: list[int], radix: int) -> int:
-    x = 0
-    for d in numerals:
-        x = x * radix + d
-    return x
-
-
-def _str(x: int, radix: int, n: int) -> list[int]:
-    out = [0] * n
-    for i in range(n - 1, -1, -1):
-        x, out[i] = divmod(x, radix)
-    return out
-
-
 def _encipher(key: bytes, tweak: bytes, radix: int, numerals: list[int], decrypt: bool) -> list[int]:
     k = len(numerals)
-    x, size = _num(numerals, radix), radix**k
+    x, size = num_radix(numerals, radix), radix**k
     if size >= MIN_DOMAIN:
         ff1 = PreparedFF1(key, tweak, radix, k)
         y = ff1.decrypt_int(x) if decrypt else ff1.encrypt_int(x)
@@ -166,7 +152,7 @@ def _encipher(key: bytes, tweak: bytes, radix: int, numerals: list[int], decrypt
         while y >= size:
             y = step(y)
     ff1.close()
-    return _str(y, radix, k)
+    return str_radix(y, radix, k)
 
 
 def _one_way(key: bytes, tweak: bytes, field: TemplateField, value: str, k: int) -> list[int]:
@@ -176,7 +162,7 @@ def _one_way(key: bytes, tweak: bytes, field: TemplateField, value: str, k: int)
     message = tweak + bytes((radix,)) + k.to_bytes(2, "big") + value.encode()
     need = (size.bit_length() + 128 + 255) // 256  # 128 spare bits: reduction bias below 2**-128
     stream = b"".join(hmac.new(irr_key, i.to_bytes(4, "big") + message, hashlib.sha256).digest() for i in range(need))
-    return _str(int.from_bytes(stream, "big") % size, radix, k)
+    return str_radix(int.from_bytes(stream, "big") % size, radix, k)
 
 
 def _rebuild(text: str, positions: list[int], numerals: list[int], chars: str) -> str:
