@@ -18,19 +18,11 @@ def reset_platform_state() -> None:
     reset_clients()
     clear_key_cache()
     clock.set_offset(0)
-    import vaultcore.devices.registry as devreg
-    import vaultcore.partners.service as partners
+    # Every loaded vaultcore module that keeps per-container caches exposes reset_caches(): no list to keep.
+    import sys
 
-    partners._cache = None
-    devreg._device_cache = None
-    devreg._bdk_cache = None
-    for module_name in ("vaultcore.tokens.service", "vaultcore.tokens.keys", "vaultcore.tokens.template_store", "vaultcore.proxy.service", "vaultcore.gateway.accounts",
-                        "vaultcore.wallet.settings", "vaultcore.wallet.session", "vaultcore.fraud.collector",
-                        "vaultcore.fraud.keys"):
-        import sys
-
-        module = sys.modules.get(module_name)
-        if module is not None and hasattr(module, "reset_caches"):
+    for name, module in list(sys.modules.items()):
+        if name.startswith("vaultcore.") and hasattr(module, "reset_caches"):
             module.reset_caches()
 
 

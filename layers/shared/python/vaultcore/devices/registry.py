@@ -22,7 +22,7 @@ from vaultcore.store import registry
 from vaultcore.store.keys import unwrap_secret, wrap_secret
 
 __all__ = ["Device", "Bdk", "import_bdk", "get_bdk", "load_bdk", "bdk_key_material", "register_device",
-           "find_device", "load_device", "list_devices", "set_device_status", "SCHEMES"]
+           "find_device", "load_device", "list_devices", "set_device_status", "SCHEMES", "reset_caches"]
 
 SCHEMES = {"tdes": 16, "aes128": 16, "aes256": 32}
 _HEX = re.compile(r"[0-9A-Fa-f]+")
@@ -69,6 +69,12 @@ def _caches() -> tuple[TTLCache[Device], TTLCache[Bdk]]:
         _device_cache = TTLCache(settings().record_cache_seconds, 4096)
         _bdk_cache = TTLCache(settings().record_cache_seconds, 1024)
     return _device_cache, _bdk_cache
+
+
+def reset_caches() -> None:
+    global _device_cache, _bdk_cache
+    _device_cache = None
+    _bdk_cache = None
 
 
 def import_bdk(body: dict[str, Any]) -> dict[str, Any]:

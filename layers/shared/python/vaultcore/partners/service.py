@@ -25,7 +25,7 @@ from vaultcore.store import registry
 from vaultcore.store.keys import unwrap_secret, wrap_secret
 
 __all__ = ["Partner", "create_partner", "load_partner", "get_partner", "set_partner_status", "rotate_credential",
-           "partner_key_matches", "hmac_keys_of", "DEFAULT_OVERLAP_SECONDS", "invalidate_partner"]
+           "partner_key_matches", "hmac_keys_of", "DEFAULT_OVERLAP_SECONDS", "invalidate_partner", "reset_caches"]
 
 DEFAULT_OVERLAP_SECONDS = 24 * 3600
 API_SECURITY = ("key", "hmac")
@@ -58,6 +58,11 @@ def _partner_cache() -> TTLCache[Partner]:
     if _cache is None:
         _cache = TTLCache(settings().record_cache_seconds, max_items=2048)
     return _cache
+
+
+def reset_caches() -> None:
+    global _cache
+    _cache = None
 
 
 def invalidate_partner(partner_id: str) -> None:

@@ -27,7 +27,8 @@ from vaultcore.postback.message import build_body, parse_schedule, retry_delay, 
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
 
-__all__ = ["PostbackTarget", "DeliveryFailed", "deliver_record", "DELIVERY_TIMEOUT_SECONDS", "max_receive_count"]
+__all__ = ["PostbackTarget", "DeliveryFailed", "deliver_record", "DELIVERY_TIMEOUT_SECONDS", "max_receive_count",
+           "reset_caches"]
 
 DELIVERY_TIMEOUT_SECONDS = 10.0  # peers' convention: the receiver must answer within 10 seconds
 _log = get_logger("postback")
@@ -43,6 +44,11 @@ class PostbackTarget:
 
 class DeliveryFailed(Exception):
     """This record must be retried later (its visibility was already set to the next delay)."""
+
+
+def reset_caches() -> None:
+    global _max_receive
+    _max_receive = None
 
 
 def max_receive_count() -> int:
