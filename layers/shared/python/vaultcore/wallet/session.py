@@ -17,9 +17,10 @@ initiativeContext: <domain>}``, follows no redirect, and is bounded in time (15 
 ``WALLET_MERCHANT_VALIDATION_CA_FILE`` may name a CA bundle to verify the vendor with instead of the system
 store (the local tests' stand-in uses it).
 
-Python's ``ssl`` loads a client certificate only from files: the identity key is written to a private
-temporary directory (0700, file 0600), loaded into the SSL context and deleted at once; the context is cached
-per container (``KEY_CACHE_SECONDS``) so this happens once per cold container and account.
+Python's ``ssl`` loads a client certificate only from a path: the identity key is written to an anonymous
+memory file (``memfd_create``), loaded into the SSL context through ``/proc/self/fd`` and closed at once, so it
+never reaches a disk; the context is cached per container (``KEY_CACHE_SECONDS``), so this happens once per
+cold container and account.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ import hashlib
 import json
 import os
 import ssl
-import tempfile
 from typing import Any
 
 from vaultcore.api.http import Request, Response, json_response
@@ -68,13 +68,18 @@ def _ssl_context(certificate_pem: str, key_pem: str) -> ssl.SSLContext:
         return cached
     context = ssl.create_default_context(cafile=os.environ.get(VALIDATION_CA_ENV) or None)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
-    with tempfile.TemporaryDirectory(prefix="wallet-identity-") as directory:  # mode 0700
-        cert_path, key_path = os.path.join(directory, "cert.pem"), os.path.join(directory, "key.pem")
-        for path, text in ((cert_path, certificate_pem), (key_path, key_pem)):
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as handle:
-                handle.write(text)
-        context.load_cert_chain(cert_path, key_path)
+    # Python's ssl loads a client key only from a path. An anonymous memory file (memfd, Linux: Lambda and the
+    # local runner) gives it one without the key ever reaching a disk; it is closed as soon as it is loaded.
+    fds = []
+    try:
+        for name, text in (("wallet-cert", certificate_pem), ("wallet-key", key_pem)):
+            fd = os.memfd_create(name, os.MFD_CLOEXEC)
+            fds.append(fd)
+            os.write(fd, text.encode("ascii"))
+        context.load_cert_chain(f"/proc/self/fd/{fds[0]}", f"/proc/self/fd/{fds[1]}")
+    finally:
+        for fd in fds:
+            os.close(fd)
     _context_cache().put(cache_key, context)
     return context
 
