@@ -10,15 +10,16 @@ import pytest
 def reset_platform_state() -> None:
     """Forget every per-container cache so each test starts cold (settings, clients, records, keys)."""
     from vaultcore import clock
+    from vaultcore.cache import reset_container_caches
     from vaultcore.settings import reset_settings
     from vaultcore.store.aws import reset_clients
-    from vaultcore.store.keys import clear_key_cache
 
     reset_settings()
     reset_clients()
-    clear_key_cache()
+    reset_container_caches()  # every ContainerCache, wherever it is declared
     clock.set_offset(0)
-    # Every loaded vaultcore module that keeps per-container caches exposes reset_caches(): no list to keep.
+    # Modules with other per-container state (compiled configs, HTTP pools, queue attributes) expose
+    # reset_caches(): found by discovery, no list to keep.
     import sys
 
     for name, module in list(sys.modules.items()):

@@ -55,7 +55,7 @@ def test_the_script_is_served_for_known_client_ids_only(platform, account, clien
     # A disabled client id stops working.
     status, body = admin(platform, "DELETE", f"/admin/v1/accounts/{account['account_id']}/fraud-client/{client_id}")
     assert status == 200 and body["status"] == "disabled"
-    from vaultcore.fraud.collector import reset_caches
+    from vaultcore.cache import reset_container_caches as reset_caches
 
     reset_caches()
     assert script(platform, f"{client_id}.js")["statusCode"] == 404

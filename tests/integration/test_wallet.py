@@ -165,7 +165,7 @@ def test_not_configured_and_trust_roots(platform, account, merchant):
     assert admin(platform, "GET", "/admin/v1/wallet/trust-roots")[0] == 404
     status, view = admin(platform, "PUT", "/admin/v1/wallet/trust-roots", {"trust_roots": [merchant.chain.root_pem.decode()]})
     assert status == 200 and len(view["trust_roots"]) == 1
-    from vaultcore.wallet.settings import reset_caches
+    from vaultcore.cache import reset_container_caches as reset_caches
 
     reset_caches()
     assert decrypt_wallet_payment(account_id, json.dumps(merchant.token()), "10.00", "USD").last4 == "1111"
@@ -275,7 +275,7 @@ def test_payment_methods_lists_the_wallet_only_when_configured(platform, account
     status, _, out = call(platform, "CheckoutFunction", "POST", "/paymentMethods", body)
     assert status == 200 and [m["type"] for m in out["paymentMethods"]] == ["scheme"]
     admin(platform, "PUT", f"/admin/v1/accounts/{account['account_id']}/wallet", wallet_body(merchant))
-    from vaultcore.wallet.settings import reset_caches
+    from vaultcore.cache import reset_container_caches as reset_caches
 
     reset_caches()
     status, _, out = call(platform, "CheckoutFunction", "POST", "/paymentMethods", body)

@@ -1,4 +1,9 @@
-"""A small bounded, time-limited, thread-safe cache for per-container reuse of records and unwrapped keys."""
+"""Bounded, time-limited, thread-safe caches for per-container reuse of records and unwrapped keys.
+
+:class:`ContainerCache` is what modules declare at import time: it reads its lifetime from the settings only
+when first used (nothing reads the environment at import, STYLE.md pitfall 4), and every one of them can be
+forgotten at once with :func:`reset_container_caches` (tests; a new environment).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
-__all__ = ["TTLCache"]
+__all__ = ["TTLCache", "ContainerCache", "reset_container_caches"]
 
 V = TypeVar("V")
 _MISSING = object()
@@ -55,3 +60,55 @@ class TTLCache(Generic[V]):
     def clear(self) -> None:
         with self._lock:
             self._items.clear()
+
+
+class ContainerCache(Generic[V]):
+    """A :class:`TTLCache` created on first use; ``lifetime`` is seconds or the name of a Settings attribute."""
+
+    _instances: list[ContainerCache[object]] = []
+
+    def __init__(self, lifetime: str | float, max_items: int = 1024) -> None:
+        self._lifetime = lifetime
+        self._max_items = max_items
+        self._inner: TTLCache[V] | None = None
+        self._lock = threading.Lock()
+        ContainerCache._instances.append(self)  # type: ignore[arg-type]
+
+    def _cache(self) -> TTLCache[V]:
+        inner = self._inner
+        if inner is None:
+            with self._lock:
+                if self._inner is None:
+                    ttl = self._lifetime
+                    if isinstance(ttl, str):
+                        from vaultcore.settings import settings
+
+                        ttl = float(getattr(settings(), ttl))
+                    self._inner = TTLCache(ttl, self._max_items)
+                inner = self._inner
+        return inner
+
+    def get(self, key: Hashable) -> V | None:
+        return self._cache().get(key)
+
+    def put(self, key: Hashable, value: V) -> None:
+        self._cache().put(key, value)
+
+    def get_or_load(self, key: Hashable, loader: Callable[[], V]) -> V:
+        return self._cache().get_or_load(key, loader)
+
+    def invalidate(self, key: Hashable) -> None:
+        self._cache().invalidate(key)
+
+    def clear(self) -> None:
+        self._cache().clear()
+
+    def reset(self) -> None:
+        """Forget the cache and its lifetime (the next use reads the settings again)."""
+        with self._lock:
+            self._inner = None
+
+
+def reset_container_caches() -> None:
+    for cache in ContainerCache._instances:
+        cache.reset()

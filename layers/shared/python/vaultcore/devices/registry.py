@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaultcore import clock
-from vaultcore.cache import TTLCache
+from vaultcore.cache import ContainerCache
 from vaultcore.crypto.kcv import kcv_aes, kcv_tdes
 from vaultcore.devices.profiles import profile_for, profile_names
 from vaultcore.errors import Conflict, NotFound, ValidationError
@@ -22,14 +22,14 @@ from vaultcore.store import registry
 from vaultcore.store.keys import unwrap_secret, wrap_secret
 
 __all__ = ["Device", "Bdk", "import_bdk", "get_bdk", "load_bdk", "bdk_key_material", "register_device",
-           "find_device", "load_device", "list_devices", "set_device_status", "SCHEMES", "reset_caches"]
+           "find_device", "load_device", "list_devices", "set_device_status", "SCHEMES"]
 
 SCHEMES = {"tdes": 16, "aes128": 16, "aes256": 32}
 _HEX = re.compile(r"[0-9A-Fa-f]+")
 _SERIAL = re.compile(r"[A-Za-z0-9._:\-]{1,64}")
 _HSM_ARN = re.compile(r"arn:aws[a-z-]*:payment-cryptography:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9]+")
-_device_cache: TTLCache[Device] | None = None
-_bdk_cache: TTLCache[Bdk] | None = None
+_device_cache: ContainerCache[Device] = ContainerCache("record_cache_seconds", 4096)
+_bdk_cache: ContainerCache[Bdk] = ContainerCache("record_cache_seconds", 1024)
 
 
 @dataclass(frozen=True)
@@ -61,20 +61,6 @@ class Device:
         return {"partnerId": self.partner_id, "serial": self.serial, "clientId": self.client_id or None,
                 "deviceType": self.device_type, "bdkId": self.bdk_id, "firmware": self.firmware or None,
                 "status": self.status}
-
-
-def _caches() -> tuple[TTLCache[Device], TTLCache[Bdk]]:
-    global _device_cache, _bdk_cache
-    if _device_cache is None or _bdk_cache is None:
-        _device_cache = TTLCache(settings().record_cache_seconds, 4096)
-        _bdk_cache = TTLCache(settings().record_cache_seconds, 1024)
-    return _device_cache, _bdk_cache
-
-
-def reset_caches() -> None:
-    global _device_cache, _bdk_cache
-    _device_cache = None
-    _bdk_cache = None
 
 
 def import_bdk(body: dict[str, Any]) -> dict[str, Any]:
@@ -124,7 +110,7 @@ def get_bdk(bdk_id: str) -> Bdk:
 
 
 def load_bdk(bdk_id: str) -> Bdk | None:
-    _, cache = _caches()
+    cache = _bdk_cache
 
     def load() -> Bdk | None:
         item = registry.get(f"BDK#{bdk_id}", "KEY")
@@ -192,7 +178,7 @@ def find_device(partner_id: str, serial: str, client_id: str | None) -> Device |
 
 def load_device(partner_id: str, serial: str, client_id: str | None) -> Device | None:
     """Cached per container (bounded lifetime): a warm decrypt costs no registry read."""
-    cache, _ = _caches()
+    cache = _device_cache
     return cache.get_or_load((partner_id, serial, client_id or ""), lambda: find_device(partner_id, serial, client_id))
 
 
@@ -207,6 +193,6 @@ def set_device_status(partner_id: str, serial: str, client_id: str, status: str)
         item = registry.update_fields(f"PARTNER#{partner_id}", _sk(serial, client_id), {"status": status})
     except registry.ConditionFailed as exc:
         raise NotFound("Device not found.") from exc
-    cache, _ = _caches()
+    cache = _device_cache
     cache.invalidate((partner_id, serial, client_id))
     return _device_from_item(item).public_view()

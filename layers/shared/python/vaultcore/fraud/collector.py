@@ -32,11 +32,10 @@ from typing import Any
 
 from vaultcore import clock
 from vaultcore.api.http import Request, Response, json_response
-from vaultcore.cache import TTLCache
+from vaultcore.cache import ContainerCache
 from vaultcore.errors import NotFound, ValidationError
 from vaultcore.fraud.keys import fingerprint
 from vaultcore.logs import get_logger
-from vaultcore.settings import settings
 from vaultcore.store import registry, signals
 
 __all__ = [
@@ -51,7 +50,6 @@ __all__ = [
     "collector_route",
     "serve_script",
     "collect",
-    "reset_caches",
 ]
 
 SIGNAL_TTL_SECONDS = 24 * 3600
@@ -60,19 +58,7 @@ _CLIENT_ID = re.compile(r"^[a-f0-9]{20}$")
 _PID = re.compile(r"^[A-Za-z0-9]{1,40}$")
 _MAX_BODY = 8192
 _log = get_logger("fraud.collector")
-_cache: TTLCache[Any] | None = None
-
-
-def _records() -> TTLCache[Any]:
-    global _cache
-    if _cache is None:
-        _cache = TTLCache(settings().record_cache_seconds, max_items=2048)
-    return _cache
-
-
-def reset_caches() -> None:
-    global _cache
-    _cache = None
+_records: ContainerCache[Any] = ContainerCache("record_cache_seconds", max_items=2048)
 
 
 # ------------------------------------------------------------------------------------------- client ids
@@ -94,7 +80,7 @@ def create_client(account_id: str) -> dict[str, Any]:
     current = registry.get(f"FRAUDACCOUNT#{account_id}", "CLIENTS", consistent=True) or {}
     ids = [*current.get("client_ids", []), client_id][-10:]
     registry.put({"pk": f"FRAUDACCOUNT#{account_id}", "sk": "CLIENTS", "client_ids": ids})
-    _records().invalidate(("account", account_id))
+    _records.invalidate(("account", account_id))
     return _client_view(client_id, item)
 
 
@@ -116,8 +102,8 @@ def disable_client(account_id: str, client_id: str) -> dict[str, Any]:
     if item is None or item.get("account_id") != account_id:
         raise NotFound("Fraud client not found.")
     item = registry.update_fields(f"FRAUDCLIENT#{client_id}", "CLIENT", {"status": "disabled"})
-    _records().invalidate(("client", client_id))
-    _records().invalidate(("account", account_id))
+    _records.invalidate(("client", client_id))
+    _records.invalidate(("account", account_id))
     return _client_view(client_id, item)
 
 
@@ -130,7 +116,7 @@ def _client_account(client_id: str) -> str | None:
         item = registry.get(f"FRAUDCLIENT#{client_id}", "CLIENT") or {}
         return item.get("account_id", "") if item.get("status") == "active" else ""
 
-    return _records().get_or_load(("client", client_id), load) or None
+    return _records.get_or_load(("client", client_id), load) or None
 
 
 def active_client_ids(account_id: str) -> list[str]:
@@ -138,10 +124,10 @@ def active_client_ids(account_id: str) -> list[str]:
         ids = (registry.get(f"FRAUDACCOUNT#{account_id}", "CLIENTS") or {}).get("client_ids", [])
         return [cid for cid in ids if _client_account(cid) == account_id]
 
-    cached = _records().get(("account", account_id))
+    cached = _records.get(("account", account_id))
     if cached is None:
         cached = load()
-        _records().put(("account", account_id), cached)
+        _records.put(("account", account_id), cached)
     return list(cached)
 
 

@@ -43,11 +43,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vaultcore import clock
-from vaultcore.cache import TTLCache
+from vaultcore.cache import ContainerCache
 from vaultcore.errors import Conflict, NotFound, ValidationError
 from vaultcore.gateway.errors import E, GatewayError
 from vaultcore.ids import numeric_id
-from vaultcore.settings import settings
 from vaultcore.store import registry
 from vaultcore.store.keys import unwrap_secret, wrap_secret
 
@@ -64,7 +63,6 @@ __all__ = [
     "postback_secret_of",
     "postback_secret_context",
     "postback_target",
-    "reset_caches",
 ]
 
 OPTION_NAMES = ("tokenization", "token_payments", "token_data_in_postback", "token_data_in_rsapi", "fraud_scoring",
@@ -72,7 +70,7 @@ OPTION_NAMES = ("tokenization", "token_payments", "token_data_in_postback", "tok
 HASH_WINDOW_SECONDS = 15 * 60
 _NEEDS_PARTNER = ("tokenization", "token_payments")
 _DUMMY_HASH = hashlib.sha256(b"no such account").hexdigest().encode()
-_cache: TTLCache[Account] | None = None
+_cache: ContainerCache[Account] = ContainerCache("record_cache_seconds", max_items=4096)
 
 
 @dataclass(frozen=True)
@@ -96,18 +94,6 @@ class Account:
         return {"account_id": self.account_id, "partnerId": self.partner_id,
                 "options": {k: self.option(k) for k in OPTION_NAMES}, "postback_url": self.postback_url,
                 "status": self.status, "created_at": self.created_at}
-
-
-def _account_cache() -> TTLCache[Account]:
-    global _cache
-    if _cache is None:
-        _cache = TTLCache(settings().record_cache_seconds, max_items=4096)
-    return _cache
-
-
-def reset_caches() -> None:
-    global _cache
-    _cache = None
 
 
 def _pk(account_id: str) -> str:
@@ -251,20 +237,20 @@ def update_account(account_id: str, body: dict[str, Any]) -> Account:
         item = registry.update_fields(_pk(account_id), "PROFILE", fields)
     except registry.ConditionFailed as exc:
         raise NotFound("Account not found.") from exc
-    _account_cache().invalidate(account_id)
+    _cache.invalidate(account_id)
     return _from_item(item)
 
 
 def load_account(account_id: str) -> Account | None:
     """The account, cached per container; None when unknown."""
-    cached = _account_cache().get(account_id)
+    cached = _cache.get(account_id)
     if cached is not None:
         return cached
     item = registry.get(_pk(account_id), "PROFILE")
     if item is None:
         return None
     account = _from_item(item)
-    _account_cache().put(account_id, account)
+    _cache.put(account_id, account)
     return account
 
 

@@ -18,18 +18,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vaultcore import clock
-from vaultcore.cache import TTLCache
+from vaultcore.cache import ContainerCache
 from vaultcore.errors import Conflict, NotFound, ValidationError
-from vaultcore.settings import settings
 from vaultcore.store import registry
 from vaultcore.store.keys import unwrap_secret, wrap_secret
 
 __all__ = ["Partner", "create_partner", "load_partner", "get_partner", "set_partner_status", "rotate_credential",
-           "partner_key_matches", "hmac_keys_of", "DEFAULT_OVERLAP_SECONDS", "invalidate_partner", "reset_caches"]
+           "partner_key_matches", "hmac_keys_of", "DEFAULT_OVERLAP_SECONDS", "invalidate_partner"]
 
 DEFAULT_OVERLAP_SECONDS = 24 * 3600
 API_SECURITY = ("key", "hmac")
-_cache: TTLCache[Partner] | None = None
+_cache: ContainerCache[Partner] = ContainerCache("record_cache_seconds", max_items=2048)
 
 
 @dataclass(frozen=True)
@@ -53,20 +52,8 @@ class Partner:
                                         if c.get("notAfter")]}
 
 
-def _partner_cache() -> TTLCache[Partner]:
-    global _cache
-    if _cache is None:
-        _cache = TTLCache(settings().record_cache_seconds, max_items=2048)
-    return _cache
-
-
-def reset_caches() -> None:
-    global _cache
-    _cache = None
-
-
 def invalidate_partner(partner_id: str) -> None:
-    _partner_cache().invalidate(partner_id)
+    _cache.invalidate(partner_id)
 
 
 def _from_item(item: dict[str, Any]) -> Partner:
@@ -119,14 +106,14 @@ def load_partner(partner_id: str) -> Partner | None:
     """The partner, cached per container for RECORD_CACHE_SECONDS; None when unknown."""
     if not isinstance(partner_id, str) or not partner_id or len(partner_id) > 64:
         return None
-    cached = _partner_cache().get(partner_id)
+    cached = _cache.get(partner_id)
     if cached is not None:
         return cached
     item = registry.get(f"PARTNER#{partner_id}", "PROFILE")
     if item is None:
         return None
     partner = _from_item(item)
-    _partner_cache().put(partner_id, partner)
+    _cache.put(partner_id, partner)
     return partner
 
 

@@ -40,7 +40,7 @@ from typing import Any
 
 from vaultcore import clock
 from vaultcore.api.http import Request, Response
-from vaultcore.cache import TTLCache
+from vaultcore.cache import ContainerCache
 from vaultcore.errors import AuthenticationFailed, DependencyError, NotFound, PermissionDenied, VaultError
 from vaultcore.logs import get_logger
 from vaultcore.net.ssrf import EgressDenied, EgressPolicy, validate_target_url
@@ -67,7 +67,6 @@ from vaultcore.proxy.transform import (
     locate,
     new_splicer,
 )
-from vaultcore.settings import settings
 
 __all__ = [
     "VAULT_ID_HEADER",
@@ -104,24 +103,16 @@ _SAFE_RESPONSE_HEADERS = {
 # ---------------------------------------------------------------------------------------------------- caches
 
 _lock = threading.Lock()
-_items: TTLCache[dict[str, Any]] | None = None
+_items: ContainerCache[dict[str, Any]] = ContainerCache("record_cache_seconds", max_items=1024)
 _compiled: OrderedDict[tuple[str, str, int], ProxyConfig] = OrderedDict()
 _MAX_COMPILED = 256
 
 
-def _item_cache() -> TTLCache[dict[str, Any]]:
-    global _items
-    if _items is None:
-        _items = TTLCache(settings().record_cache_seconds, max_items=1024)
-    return _items
-
-
 def reset_caches() -> None:
     """Forget cached configurations and the HTTP client (tests; a new egress policy)."""
-    global _items
     from vaultcore.net.http import get_default_client
 
-    _items = None
+    _items.reset()
     with _lock:
         _compiled.clear()
     if get_default_client.cache_info().currsize:
@@ -132,7 +123,7 @@ def reset_caches() -> None:
 def invalidate(partner_id: str, reference: str) -> None:
     """Drop one configuration from this container's cache (management updates; other containers converge
     within RECORD_CACHE_SECONDS)."""
-    _item_cache().invalidate((partner_id, reference))
+    _items.invalidate((partner_id, reference))
 
 
 def compile_item(item: dict[str, Any]) -> ProxyConfig:
@@ -158,7 +149,7 @@ def load_config(partner_id: str, reference: str) -> ProxyConfig | None:
     """The partner's configuration, compiled; None when it does not exist."""
     if not _REFERENCE.match(reference or ""):
         return None
-    cache = _item_cache()
+    cache = _items
     item = cache.get((partner_id, reference))
     if item is None:
         item = store.get_item(partner_id, reference)

@@ -14,23 +14,16 @@ import base64
 import hashlib
 from typing import Any
 
-from vaultcore.cache import TTLCache
+from vaultcore.cache import ContainerCache
 from vaultcore.crypto.envelope import EnvelopeError, aad_for, open_sealed, seal
 from vaultcore.errors import DependencyError
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
 from vaultcore.store.ddb import aws_errors
 
-__all__ = ["wrap_secret", "unwrap_secret", "clear_key_cache"]
+__all__ = ["wrap_secret", "unwrap_secret"]
 
-_cache: TTLCache[bytes] | None = None
-
-
-def _key_cache() -> TTLCache[bytes]:
-    global _cache
-    if _cache is None:
-        _cache = TTLCache(settings().key_cache_seconds, max_items=4096)
-    return _cache
+_cache: ContainerCache[bytes] = ContainerCache("key_cache_seconds", max_items=4096)
 
 
 def wrap_secret(secret: bytes, context: dict[str, str]) -> dict[str, str]:
@@ -46,7 +39,7 @@ def wrap_secret(secret: bytes, context: dict[str, str]) -> dict[str, str]:
 
 def unwrap_secret(envelope: dict[str, Any], context: dict[str, str]) -> bytes:
     cache_key = hashlib.sha256((envelope["c"] + "|" + aad_for(context).decode()).encode()).hexdigest()
-    cached = _key_cache().get(cache_key)
+    cached = _cache.get(cache_key)
     if cached is not None:
         return cached
     with aws_errors("key unwrapping"):
@@ -57,10 +50,5 @@ def unwrap_secret(envelope: dict[str, Any], context: dict[str, str]) -> bytes:
                              aad_for(context))
     except EnvelopeError as exc:
         raise DependencyError("Internal error: a stored key failed authentication.") from exc
-    _key_cache().put(cache_key, secret)
+    _cache.put(cache_key, secret)
     return secret
-
-
-def clear_key_cache() -> None:
-    if _cache is not None:
-        _cache.clear()

@@ -29,11 +29,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vaultcore import clock
-from vaultcore.cache import TTLCache
+from vaultcore.cache import ContainerCache
 from vaultcore.errors import DependencyError
 from vaultcore.logs import get_logger
 from vaultcore.partners.service import get_partner
-from vaultcore.settings import settings
 from vaultcore.store import registry
 from vaultcore.store import tokens as token_store
 from vaultcore.store.keys import unwrap_secret, wrap_secret
@@ -53,9 +52,9 @@ KEY_BYTES = 32
 MAX_KEY_VERSION = 0xFFFF  # the bfid carries the version in 2 bytes
 _MISS_SECONDS = 10.0
 _log = get_logger("tokens.keys")
-_ring_cache: TTLCache[tuple[KeyRecord, ...]] | None = None
-_subkey_cache: TTLCache[TokenKeys] | None = None
-_miss_cache: TTLCache[bool] | None = None
+_ring_cache: ContainerCache[tuple[KeyRecord, ...]] = ContainerCache("record_cache_seconds", max_items=4096)
+_subkey_cache: ContainerCache[TokenKeys] = ContainerCache("key_cache_seconds", max_items=4096)
+_miss_cache: ContainerCache[bool] = ContainerCache(_MISS_SECONDS, max_items=4096)
 
 
 @dataclass(frozen=True)
@@ -85,19 +84,14 @@ class TokenKeys:
     mac_key: bytes = field(repr=False)
 
 
-def _caches() -> tuple[TTLCache[tuple[KeyRecord, ...]], TTLCache[TokenKeys], TTLCache[bool]]:
-    global _ring_cache, _subkey_cache, _miss_cache
-    if _ring_cache is None or _subkey_cache is None or _miss_cache is None:
-        _ring_cache = TTLCache(settings().record_cache_seconds, max_items=4096)
-        _subkey_cache = TTLCache(settings().key_cache_seconds, max_items=4096)
-        _miss_cache = TTLCache(_MISS_SECONDS, max_items=4096)
+def _caches() -> tuple[ContainerCache[tuple[KeyRecord, ...]], ContainerCache[TokenKeys], ContainerCache[bool]]:
     return _ring_cache, _subkey_cache, _miss_cache
 
 
 def reset_caches() -> None:
     """Forget every cached ring and subkey (tests; a container never needs it)."""
-    global _ring_cache, _subkey_cache, _miss_cache
-    _ring_cache = _subkey_cache = _miss_cache = None
+    for cache in _caches():
+        cache.reset()
 
 
 def _pk(partner_id: str) -> str:

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaultcore import clock
-from vaultcore.cache import TTLCache
+from vaultcore.cache import ContainerCache
 from vaultcore.partners.service import get_partner
-from vaultcore.settings import settings
 from vaultcore.store import registry
 from vaultcore.tokens.bfid import BfidError, new_bfid
 from vaultcore.tokens.errors import TEMPLATE_INVALID, TEMPLATE_UNKNOWN, TokenNotFound, TokenServiceError
@@ -36,8 +35,8 @@ __all__ = ["StoredTemplate", "bfid_template_field", "split_bfid_template", "load
 
 _VERSION_CACHE_SECONDS = 3600.0
 _MAX_VERSION = 999_999
-_latest_cache: TTLCache[StoredTemplate] | None = None
-_version_cache: TTLCache[StoredTemplate] | None = None
+_latest_cache: ContainerCache[StoredTemplate] = ContainerCache("record_cache_seconds", max_items=2048)
+_version_cache: ContainerCache[StoredTemplate] = ContainerCache(_VERSION_CACHE_SECONDS, max_items=2048)
 
 
 @dataclass(frozen=True)
@@ -78,17 +77,13 @@ def split_bfid_template(text: str) -> tuple[str, int] | None:
     return ref, number
 
 
-def _caches() -> tuple[TTLCache[StoredTemplate], TTLCache[StoredTemplate]]:
-    global _latest_cache, _version_cache
-    if _latest_cache is None or _version_cache is None:
-        _latest_cache = TTLCache(settings().record_cache_seconds, max_items=2048)
-        _version_cache = TTLCache(_VERSION_CACHE_SECONDS, max_items=2048)
+def _caches() -> tuple[ContainerCache[StoredTemplate], ContainerCache[StoredTemplate]]:
     return _latest_cache, _version_cache
 
 
 def reset_caches() -> None:
-    global _latest_cache, _version_cache
-    _latest_cache = _version_cache = None
+    _latest_cache.reset()
+    _version_cache.reset()
 
 
 def _pk(partner_id: str) -> str:

@@ -32,38 +32,26 @@ import ssl
 from typing import Any
 
 from vaultcore.api.http import Request, Response, json_response
-from vaultcore.cache import TTLCache
+from vaultcore.cache import ContainerCache
 from vaultcore.errors import VaultError
 from vaultcore.logs import get_logger
-from vaultcore.settings import settings as platform_settings
 from vaultcore.wallet import settings as wallet_settings
 from vaultcore.wallet.errors import W, WalletError
 
-__all__ = ["get_wallet_pay_session", "request_session", "VALIDATION_URL_ENV", "VALIDATION_CA_ENV", "reset_caches"]
+__all__ = ["get_wallet_pay_session", "request_session", "VALIDATION_URL_ENV", "VALIDATION_CA_ENV"]
 
 VALIDATION_URL_ENV = "WALLET_MERCHANT_VALIDATION_URL"
 VALIDATION_CA_ENV = "WALLET_MERCHANT_VALIDATION_CA_FILE"
 _TOTAL_SECONDS = 15.0
 _MAX_RESPONSE = 65_536
 _log = get_logger("wallet.session")
-_contexts: TTLCache[ssl.SSLContext] | None = None
+_contexts: ContainerCache[ssl.SSLContext] = ContainerCache("key_cache_seconds", max_items=256)
 
-
-def reset_caches() -> None:
-    global _contexts
-    _contexts = None
-
-
-def _context_cache() -> TTLCache[ssl.SSLContext]:
-    global _contexts
-    if _contexts is None:
-        _contexts = TTLCache(platform_settings().key_cache_seconds, max_items=256)
-    return _contexts
 
 
 def _ssl_context(certificate_pem: str, key_pem: str) -> ssl.SSLContext:
     cache_key = hashlib.sha256((certificate_pem + key_pem).encode("utf-8")).hexdigest()
-    cached = _context_cache().get(cache_key)
+    cached = _contexts.get(cache_key)
     if cached is not None:
         return cached
     context = ssl.create_default_context(cafile=os.environ.get(VALIDATION_CA_ENV) or None)
@@ -80,7 +68,7 @@ def _ssl_context(certificate_pem: str, key_pem: str) -> ssl.SSLContext:
     finally:
         for fd in fds:
             os.close(fd)
-    _context_cache().put(cache_key, context)
+    _contexts.put(cache_key, context)
     return context
 
 

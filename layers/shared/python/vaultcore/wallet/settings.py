@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaultcore import clock
-from vaultcore.cache import TTLCache
+from vaultcore.cache import ContainerCache
 from vaultcore.errors import Conflict, NotFound, ValidationError
 from vaultcore.logs import get_logger
 from vaultcore.settings import settings as platform_settings
@@ -50,7 +50,6 @@ __all__ = [
     "default_trust_roots_view",
     "trust_roots_for",
     "normalise_domain",
-    "reset_caches",
 ]
 
 _log = get_logger("wallet.settings")
@@ -64,19 +63,7 @@ _FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _SECRET_FIELDS = ("payment_processing_private_key", "payment_processing_certificate",
                   "merchant_identity_private_key", "merchant_identity_certificate")
 
-_cache: TTLCache[Any] | None = None
-
-
-def _records() -> TTLCache[Any]:
-    global _cache
-    if _cache is None:
-        _cache = TTLCache(platform_settings().record_cache_seconds, max_items=2048)
-    return _cache
-
-
-def reset_caches() -> None:
-    if _cache is not None:
-        _cache.clear()
+_records: ContainerCache[Any] = ContainerCache("record_cache_seconds", max_items=2048)
 
 
 @dataclass(frozen=True)
@@ -275,7 +262,7 @@ def put_wallet_settings(account_id: str, body: dict[str, Any]) -> dict[str, Any]
         "trust_roots": list(trust_roots), "secrets": envelope, "public": public, "updated_at": int(clock.now()),
     }
     registry.put(item)
-    _records().invalidate(("settings", account_id))
+    _records.invalidate(("settings", account_id))
     _log.info("wallet settings stored", extra={"account_id": account_id, "count": len(domains)})
     result = _from_item(item)
     assert result is not None
@@ -295,7 +282,7 @@ def _claim_domains(account_id: str, domains: list[str], previous: tuple[str, ...
     for host in previous:
         if host not in domains:
             registry.delete(f"WALLETDOMAIN#{host}", "ACCOUNT")
-            _records().invalidate(("domain", host))
+            _records.invalidate(("domain", host))
 
 
 def _from_item(item: dict[str, Any] | None) -> WalletSettings | None:
@@ -314,7 +301,7 @@ def get_wallet_settings(account_id: str, *, fresh: bool = False) -> WalletSettin
 
     if fresh:
         return load()
-    return _records().get_or_load(("settings", account_id), load)
+    return _records.get_or_load(("settings", account_id), load)
 
 
 def wallet_view(ws: WalletSettings) -> dict[str, Any]:
@@ -341,7 +328,7 @@ def account_for_domain(host: str) -> str | None:
         item = registry.get(f"WALLETDOMAIN#{domain}", "ACCOUNT")
         return (item or {}).get("account_id", "")
 
-    return _records().get_or_load(("domain", domain), load) or None
+    return _records.get_or_load(("domain", domain), load) or None
 
 
 # ------------------------------------------------------------------------------- domain association file
@@ -356,7 +343,7 @@ def put_association_file(account_id: str, body: dict[str, Any]) -> dict[str, Any
     if not isinstance(content, str) or not content or len(content.encode("utf-8")) > MAX_ASSOCIATION_BYTES:
         raise ValidationError(f"content must be 1 to {MAX_ASSOCIATION_BYTES} bytes of text.", code=400)
     registry.put({"pk": f"WALLETFILE#{account_id}", "sk": name, "content": content, "updated_at": int(clock.now())})
-    _records().invalidate(("file", account_id, name))
+    _records.invalidate(("file", account_id, name))
     return {"account_id": account_id, "file_name": name, "path": f"/.well-known/{name}",
             "sha256": hashlib.sha256(content.encode("utf-8")).hexdigest(), "bytes": len(content.encode("utf-8"))}
 
@@ -369,7 +356,7 @@ def get_association_file(account_id: str, name: str) -> str | None:
         item = registry.get(f"WALLETFILE#{account_id}", name)
         return (item or {}).get("content", "")
 
-    return _records().get_or_load(("file", account_id, name), load) or None
+    return _records.get_or_load(("file", account_id, name), load) or None
 
 
 # ------------------------------------------------------------------------------------------- trust roots
@@ -381,7 +368,7 @@ def put_default_trust_roots(body: dict[str, Any]) -> dict[str, Any]:
         raise ValidationError("trust_roots must hold at least one PEM certificate.", code=400)
     registry.put({"pk": "WALLET#DEFAULT", "sk": "TRUST_ROOTS", "trust_roots": list(roots),
                   "updated_at": int(clock.now())})
-    _records().invalidate(("default-roots",))
+    _records.invalidate(("default-roots",))
     return {"trust_roots": [{"sha256": _fingerprint(pem)} for pem in roots]}
 
 
@@ -390,10 +377,10 @@ def get_default_trust_roots() -> tuple[str, ...]:
         item = registry.get("WALLET#DEFAULT", "TRUST_ROOTS")
         return tuple((item or {}).get("trust_roots") or ())
 
-    cached = _records().get(("default-roots",))
+    cached = _records.get(("default-roots",))
     if cached is None:
         cached = load()
-        _records().put(("default-roots",), cached)
+        _records.put(("default-roots",), cached)
     return cached
 
 
