@@ -1,17 +1,16 @@
 """Sign and send a request with the HMAC scheme: the integrator's helper.
 
     python -m local.client --url http://127.0.0.1:3000/api/partner/validate \\
-        --partner-id demo --hmac-key <hmacKey as issued, base64> --data '{"reference": "r-1"}'
+        --partner-id demo --hmac-key <hmacKey as issued> --data '{"reference": "r-1"}'
 
-``--hmac-key`` is the key exactly as the management API issued it (base64); the HMAC is keyed with its
-decoded bytes. ``--print-header`` prints the Authorization header instead of sending (each header is good
-for one request only: the nonce is single-use).
+``--hmac-key`` is the key exactly as the management API issued it; the HMAC is keyed with its bytes as
+they are (not base64-decoded: README "The HMAC key"). ``--print-header`` prints the Authorization header
+instead of sending (each header is good for one request only: the nonce is single-use).
 """
 
 from __future__ import annotations
 
 import argparse
-import base64
 import json
 import sys
 import urllib.error
@@ -21,8 +20,8 @@ from urllib.parse import urlsplit
 from vaultcore.auth.hmac_scheme import build_hmac_header
 
 
-def sign(partner_id: str, hmac_key_b64: str, url: str, body: bytes) -> str:
-    return build_hmac_header(partner_id, base64.b64decode(hmac_key_b64), urlsplit(url).path, body)
+def sign(partner_id: str, hmac_key: str, url: str, body: bytes) -> str:
+    return build_hmac_header(partner_id, hmac_key.encode("utf-8"), urlsplit(url).path, body)
 
 
 def send(url: str, body: bytes, headers: dict[str, str], method: str = "POST") -> tuple[int, dict[str, str], bytes]:
@@ -38,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--url", required=True)
     p.add_argument("--partner-id", required=True)
-    p.add_argument("--hmac-key", required=True, help="the hmacKey as issued (base64)")
+    p.add_argument("--hmac-key", required=True, help="the hmacKey exactly as issued")
     p.add_argument("--data", default="", help="request body (sent byte for byte); @file reads a file")
     p.add_argument("--header", action="append", default=[], help="extra header 'Name: value'")
     p.add_argument("--content-type", default="application/json")

@@ -140,6 +140,25 @@ def test_idempotency_over_http(runner):
     assert other[2]["error_code"] == 600
 
 
+@pytest.mark.parametrize("encoding", ["json", "form"])
+def test_ach_is_implied_by_the_bank_fields(runner, encoding):
+    """spec, tender_type: "ACH is implied by the bank fields" (issue 11): no tender_type, approved as ACH."""
+    sale = pay(runner, encoding, transaction_type="SALE", transaction_amount="12.00",
+               bank_account_number=BANK_ACCOUNT, bank_routing_number=ROUTING)
+    assert (sale["transaction_approved"], sale["tender_type"], sale["error_code"]) == (True, "ACH", 0), sale
+    tokens = tokens_of(runner, sale["transaction_id"])
+    detok = pay(runner, encoding, transaction_type="SALE", transaction_amount="13.00", bfid=tokens["bfid"],
+                vault_token_bank_account_number=tokens["vault_token_bank_account_number"],
+                vault_token_bank_routing_number=tokens["vault_token_bank_routing_number"])
+    assert (detok["transaction_approved"], detok["tender_type"]) == (True, "ACH"), detok
+    contradiction = pay(runner, encoding, transaction_type="SALE", tender_type="CARD", transaction_amount="12.00",
+                        bank_account_number=BANK_ACCOUNT, bank_routing_number=ROUTING)
+    assert (contradiction["error"], contradiction["error_code"]) == (True, 106), contradiction
+    mixed = pay(runner, encoding, transaction_type="SALE", transaction_amount="12.00", card_number=VISA,
+                card_expiration="1230", bank_account_number=BANK_ACCOUNT, bank_routing_number=ROUTING)
+    assert (mixed["error"], mixed["error_code"]) == (True, 217), mixed
+
+
 def test_tables_and_logs_hold_no_card_number_cvv_or_bank_account(runner):
     # Runs after the tests above (file order): scan everything they stored.
     import boto3

@@ -149,3 +149,19 @@ def test_path_with_stage_prefix_is_accepted(platform, partner):
     event = api_event("POST", PATH, body, {"Authorization": header})
     event["requestContext"]["path"] = "/cert" + PATH
     assert platform.invoke("PartnerValidateFunction", event)["statusCode"] == 200
+
+
+def test_the_issued_key_signs_and_the_legacy_decoded_form_can_be_switched_off(platform, partner, monkeypatch):
+    from vaultcore.settings import reset_settings
+
+    issued = partner["hmacKey"].encode()
+    body = b'{"reference": "r-1"}'
+    assert _validate(platform, {"Authorization": build_hmac_header(partner["partnerId"], issued, PATH, body)}
+                     )["statusCode"] == 200
+    legacy = build_hmac_header(partner["partnerId"], partner["key"], PATH, body)
+    monkeypatch.setenv("HMAC_ACCEPT_DECODED_KEY", "0")
+    reset_settings()
+    refused = _validate(platform, {"Authorization": legacy})
+    assert (refused["statusCode"], refused["body"]) == (401, AUTH_REQUIRED_BODY)
+    assert _validate(platform, {"Authorization": build_hmac_header(partner["partnerId"], issued, PATH, body)}
+                     )["statusCode"] == 200

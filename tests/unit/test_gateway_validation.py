@@ -273,7 +273,22 @@ def test_bank_account_number_4_to_17_digits(account, good):
 
 
 def test_ach_is_implied_by_bank_fields_and_is_sale_only():
-    assert ok({**ACH, "tender_type": "CARD"}).source == "ach"
+    # spec: "ACH is implied by the bank fields": tender_type may be omitted.
+    without_tender = {k: v for k, v in ACH.items() if k != "tender_type"}
+    implied = ok(without_tender)
+    assert (implied.source, implied.tender, implied.values["tender_type"]) == ("ach", "ACH", "ACH")
+    bank_tokens = {"transaction_type": "SALE", "transaction_amount": "5.00", "bfid": BFID,
+                   "vault_token_bank_account_number": "000123456789", "vault_token_bank_routing_number": "011000015"}
+    assert validate_request(bank_tokens, now=NOW).tender == "ACH"
+    # A tender_type that contradicts the data is refused; so is mixed card and bank data.
+    assert code_of({**ACH, "tender_type": "CARD"}) == E.TENDER_TYPE
+    assert code_of({**bank_tokens, "tender_type": "CARD"}) == E.TENDER_TYPE
+    assert code_of({**CARD, "tender_type": "ACH"}) == E.TENDER_TYPE
+    assert code_of({**without_tender, "card_number": VISA}) == E.PAYMENT_DATA
+    assert code_of({**without_tender, "vault_token_card_number": "4242424242424242", "bfid": BFID}) == E.PAYMENT_DATA
+    # Card data still names its tender (the spec's table requires it); bfid alone cannot imply one.
+    assert code_of({k: v for k, v in CARD.items() if k != "tender_type"}) == E.MISSING
+    assert code_of({"transaction_type": "SALE", "transaction_amount": "5.00", "bfid": BFID}) == E.MISSING
     assert code_of({**ACH, "transaction_type": "AUTHORIZATION"}) == E.ACH_TYPE
     assert code_of({**ACH, "bank_account_type": "BROKERAGE"}) == E.ACH_TYPE
     ok({**ACH, "bank_account_type": "savings"})

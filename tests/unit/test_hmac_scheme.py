@@ -80,3 +80,26 @@ def test_parser_never_raises_anything_but_header_error(text):
         parse_authorization(text)
     except HeaderError:
         pass
+
+
+# ------------------------------------------------------------------------------------------------ key forms
+def test_the_issued_key_signs_byte_for_byte_and_the_decoded_form_is_the_legacy_alternative():
+    from vaultcore.auth.hmac_scheme import accepted_key_forms, legacy_decoded_form
+
+    decoded = b"f3a9" * 16  # the shape of a stored secret: 64 lowercase hex characters
+    issued = __import__("base64").b64encode(decoded)
+    assert accepted_key_forms(issued) == [("issued", issued), ("decoded", decoded)]
+    assert accepted_key_forms(issued, accept_decoded=False) == [("issued", issued)]
+    # Keys that are not base64 text have no decoded form: authdebug's default key `secret` among them.
+    assert legacy_decoded_form(b"secret") is None and accepted_key_forms(b"secret") == [("issued", b"secret")]
+    assert legacy_decoded_form(b"abc$") is None and legacy_decoded_form(b"") is None
+
+
+def test_a_spec_only_signature_with_the_issued_key_matches_ours():
+    """The spec's string to hash built by hand with the stdlib on one side, our header builder on the other."""
+    issued = b"ZjNhOWYzYTlmM2E5ZjNhOWYzYTlmM2E5ZjNhOWYzYTlmM2E5ZjNhOWYzYTlmM2E5ZjNhOWYzYTlmM2E5ZjNhOQ=="
+    body = b' {"reference": "r"} \n'
+    text = "POST /api/partner/validate\nn-1\n1700000000\n\n" + hashlib.sha256(body).hexdigest()
+    theirs = hmac.new(issued, text.encode(), hashlib.sha256).hexdigest()
+    header = build_hmac_header("p1", issued, "/api/partner/validate", body, nonce="n-1", timestamp=1700000000)
+    assert parse_authorization(header).response == theirs

@@ -4,6 +4,14 @@ It reads no key from any store: it uses the default shared key ``secret`` and a 
 or the ``key`` / ``publicKey`` / ``privateKey`` override headers. It never verifies against a partner's real
 credentials, so it cannot be used as an oracle for them. The function does not exist in prod (template
 condition) and this module refuses to run there as a second line of defence.
+
+Its verdict is the API's, step by step, for the key given in ``key`` taken as a partner's ``hmacKey`` as
+issued: the same header parser, the same accepted key forms (the issued key, and the legacy decoded form while
+that migration is on), the same canonical resources (the path as routed and as sent; the ``resource`` header
+names another, e.g. the API path a header was made for), the same timestamp window (15 minutes old, 60 s in
+the future) and the nonce: whether the API has already seen it (a read of the nonce table; nothing is
+written, so checking a header here does not spend it). ``result.isValid`` and ``result.failedStep`` give the
+overall verdict; only the partner's existence and status, which need its record, are not checked.
 """
 
 from __future__ import annotations
@@ -17,13 +25,15 @@ from vaultcore.api.http import Request, Response, json_response
 from vaultcore.auth.debug_keys import DEFAULT_RSA_PRIVATE_KEY, DEFAULT_RSA_PUBLIC_KEY, DEFAULT_SHARED_KEY
 from vaultcore.auth.hmac_scheme import (
     MAX_AGE_SECONDS,
+    MAX_FUTURE_SKEW_SECONDS,
     HeaderError,
+    accepted_key_forms,
     content_hash,
     digest_response,
     hmac_response,
     parse_authorization,
     responses_equal,
-    string_to_hash,
+    string_to_hash_of,
 )
 from vaultcore.errors import NotFound
 from vaultcore.settings import settings
@@ -54,8 +64,9 @@ def _rsa_verify(public_pem: str, message: str, signature_b64: str) -> bool:
         return False
 
 
-def _pem_header(value: str | None) -> str | None:
-    """PEM keys in a header arrive with their newlines escaped as \\n, or base64-encoded whole."""
+def _pem_header(value: str | None, private: bool) -> str | None:
+    """An RSA key from a header (PEM with newlines escaped as \\n, or PEM base64-encoded whole), or None
+    when it is not one of the kind asked for (the caller then uses the default and says so)."""
     if not value:
         return None
     text = value.replace("\\n", "\n").strip()
@@ -64,7 +75,22 @@ def _pem_header(value: str | None) -> str | None:
             text = base64.b64decode(text, validate=True).decode("ascii")
         except ValueError:
             return None
-    return text
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric import rsa
+
+    try:
+        if private:
+            key = serialization.load_pem_private_key(text.encode("ascii"), password=None)
+            return text if isinstance(key, rsa.RSAPrivateKey) else None
+        return text if isinstance(serialization.load_pem_public_key(text.encode("ascii")), rsa.RSAPublicKey) else None
+    except (ValueError, TypeError, UnicodeError):
+        return None
+
+
+def _nonce_seen(partner_id: str, nonce: str, now: int) -> bool:
+    from vaultcore.store.nonces import nonce_seen
+
+    return nonce_seen(partner_id, nonce, now)
 
 
 def authdebug(request: Request) -> Response:
@@ -77,12 +103,13 @@ def authdebug(request: Request) -> Response:
     warnings: list[str] = []
     key_override = request.header("key")
     key_text = key_override if key_override is not None else DEFAULT_SHARED_KEY
-    public_override = _pem_header(request.header("publickey"))
-    private_override = _pem_header(request.header("privatekey"))
+    public_override = _pem_header(request.header("publickey"), private=False)
+    private_override = _pem_header(request.header("privatekey"), private=True)
     if request.header("publickey") and public_override is None:
-        warnings.append("The publicKey header is not a PEM public key; the default public key is used.")
+        warnings.append("The publicKey header is not a PEM RSA public key; the default public key is used.")
     if request.header("privatekey") and private_override is None:
-        warnings.append("The privateKey header is not a PEM private key; the default private key is used.")
+        warnings.append("The privateKey header is not an unencrypted PEM RSA private key; the default private key "
+                        "is used.")
     if public_override and not private_override:
         warnings.append("publicKey was overridden without privateKey: the generated RSA signature uses the default "
                         "private key, so it cannot match a signature made with your key pair.")
@@ -104,21 +131,38 @@ def authdebug(request: Request) -> Response:
     method = creds.method if creds else "HMAC"
     nonce = creds.nonce if creds else "<nonce>"
     timestamp = creds.timestamp if creds else now
-    path = request.path
-    s2s = string_to_hash(path, nonce, timestamp, request.body)
-    key = key_text.encode("utf-8")
+    resource = request.header("resource")
+    if resource is not None and not (resource.startswith("/") and resource.isascii() and len(resource) <= 512):
+        warnings.append("The resource header is not a path; this request's path is used.")
+        resource = None
+    paths = [resource] if resource else sorted({request.path, request.raw_path} - {""}, key=len, reverse=True)
+    path = paths[-1] if not resource else resource  # shown: the path as routed (or the override)
+    body_hash = content_hash(request.body)
+    s2s = string_to_hash_of(path, nonce, timestamp, body_hash)
+    key_bytes = key_text.encode("utf-8")
+    forms = accepted_key_forms(key_bytes, accept_decoded=settings().hmac_accept_decoded_key)
+    matched_form = None
     if method == "RSA":
         ours = _rsa_sign(private_pem, s2s)
-        valid = bool(creds) and _rsa_verify(public_pem, s2s, creds.response) if creds else False
+        valid = bool(creds) and any(_rsa_verify(public_pem, string_to_hash_of(p, nonce, timestamp, body_hash),
+                                                creds.response) for p in paths) if creds else False
         scheme = "Rsa"
-    elif method == "Digest":
-        ours = digest_response(key, s2s)
-        valid = bool(creds) and responses_equal(ours, creds.response)
-        scheme = "Digest"
     else:
-        ours = hmac_response(key, s2s)
-        valid = bool(creds) and responses_equal(ours, creds.response)
-        scheme = "Hmac"
+        respond = digest_response if method == "Digest" else hmac_response
+        ours = respond(key_bytes, s2s)
+        for label, key in forms:
+            for candidate in paths:
+                given = creds.response if creds else ""
+                if creds and responses_equal(respond(key, string_to_hash_of(candidate, nonce, timestamp, body_hash)),
+                                             given) and matched_form is None:
+                    matched_form = label
+        valid = matched_form is not None
+        scheme = "Digest" if method == "Digest" else "Hmac"
+    if matched_form == "decoded":
+        warnings.append("The response was made with the base64-DECODED key. Sign with the key exactly as issued "
+                        "(the hmacKey text); the decoded form is accepted only during the migration.")
+    elif not valid and method != "RSA" and len(key_text) == 64 and all(c in "0123456789abcdef" for c in key_text):
+        warnings.append("The key header looks like the decoded form of an issued hmacKey: pass the key as issued.")
     username = (creds.username if creds else partner_id) or "<partnerId>"
     auth_header = f'{scheme} username="{username}", nonce="{nonce}", timestamp="{timestamp}", response="{ours}"'
     try:
@@ -127,6 +171,12 @@ def authdebug(request: Request) -> Response:
         content = base64.b64encode(request.body).decode()
         warnings.append("The body is not UTF-8; content is shown base64-encoded.")
     incoming_ts = creds.timestamp if creds else None
+    offset = (now - incoming_ts) if incoming_ts is not None else None
+    timestamp_valid = offset is not None and -MAX_FUTURE_SKEW_SECONDS <= offset <= MAX_AGE_SECONDS
+    nonce_seen = bool(creds) and _nonce_seen(creds.username, creds.nonce, now)  # type: ignore[union-attr]
+    failed_step = ("header" if creds is None else "scheme" if creds.method != "HMAC" else
+                   "response" if not valid else "timestamp" if not timestamp_valid else
+                   "nonce" if nonce_seen else None)
     result = {
         "partnerId": partner_id,
         "key": key_text if method != "RSA" else ("override" if public_override else "default RSA key pair"),
@@ -145,11 +195,17 @@ def authdebug(request: Request) -> Response:
         "result": {
             "response": {"isValid": valid, "incoming": creds.response if creds else None, "ours": ours},
             "timestamp": {
-                "isValid": incoming_ts is not None and 0 <= now - incoming_ts <= MAX_AGE_SECONDS,
+                "isValid": timestamp_valid,
                 "incoming": incoming_ts,
                 "ours": now,
-                "offset": (now - incoming_ts) if incoming_ts is not None else None,
+                "offset": offset,
             },
+            "nonce": {"isValid": bool(creds) and not nonce_seen, "seen": nonce_seen},
+            "keyForm": matched_form,
+            # The API's verdict for this header (HMAC is the only scheme the APIs accept; Digest and RSA are
+            # explained here for integrators of the original's other schemes).
+            "isValid": failed_step is None,
+            "failedStep": failed_step,
         },
         "explanation": [
             "1. The header is parsed into method, username, nonce, timestamp and response"
@@ -159,8 +215,9 @@ def authdebug(request: Request) -> Response:
             {"HMAC": "4. response is the lowercase hex HMAC-SHA256 of stringToSign keyed with the key.",
              "Digest": "4. response is the lowercase hex SHA-256 of stringToSign, LF, then the key.",
              "RSA": "4. response is the base64 RSASSA-PKCS1-v1_5 SHA-256 signature of stringToSign."}[method],
-            "5. The timestamp must be at most 15 minutes old; each nonce is accepted once in 15 minutes "
-            "(this endpoint does not consume nonces).",
+            "5. The timestamp must be at most 15 minutes old and at most 60 seconds in the future; each nonce is "
+            "accepted once in 15 minutes (this endpoint reads whether the API has seen it, and does not consume it).",
+            "6. The key is the partner's hmacKey exactly as issued (its bytes, not base64-decoded).",
         ],
         "warnings": warnings,
     }

@@ -1,9 +1,11 @@
 """Partner authentication for the secure API, the parser, tokenization and the proxy (spec: Authentication).
 
 Order of checks for the HMAC scheme, each failure the same AuthenticationFailed (uniform 1003 / 8003):
-parse the header → load the partner (cached) → active → signature over the exact body with each live HMAC
-key (constant time) → timestamp within 15 minutes (and not more than 60 s in the future) → the nonce, last,
-with one conditional put, so a forged request cannot burn a legitimate caller's nonce.
+parse the header → load the partner (cached, unknown ids too) → signature over the exact body (hashed once)
+with each live HMAC key in its accepted forms (the key as issued, and the legacy decoded form while the
+migration lasts; constant time, stand-in keys for an unknown or disabled partner) → active → timestamp within
+15 minutes (and not more than 60 s in the future) → the nonce, last, with one conditional put, so a forged
+request cannot burn a legitimate caller's nonce. Every failure costs one store round trip (see _Attempt).
 
 A partner whose API security is ``hmac`` is accepted only with HMAC. A partner on ``key`` security may use
 ``Authorization: Basic base64(partnerId:partnerKey)``, HMAC, or (where the endpoint takes it) the body's
@@ -23,16 +25,22 @@ from vaultcore.auth.hmac_scheme import (
     MAX_AGE_SECONDS,
     MAX_FUTURE_SKEW_SECONDS,
     HeaderError,
+    SchemeCredentials,
+    content_hash,
     hmac_response,
     parse_authorization,
     responses_equal,
-    string_to_hash,
+    string_to_hash_of,
 )
 from vaultcore.errors import AuthenticationFailed, VaultError
-from vaultcore.partners.service import Partner, hmac_keys_of, load_partner, partner_key_matches
-from vaultcore.store.nonces import claim_nonce
+from vaultcore.logs import get_logger
+from vaultcore.partners.service import Partner, hmac_signing_keys, load_partner, lookup_partner, partner_key_matches
+from vaultcore.store.nonces import claim_nonce, decoy_claim
 
-__all__ = ["AuthenticatedPartner", "authenticate", "authenticate_header", "PartnerAuthError"]
+log = get_logger(__name__)
+
+__all__ = ["AuthenticatedPartner", "authenticate", "authenticate_header", "PartnerAuthError", "signature_matches",
+           "request_paths"]
 
 
 class PartnerAuthError(VaultError):
@@ -49,56 +57,103 @@ class AuthenticatedPartner:
         return self.partner.partner_id
 
 
+# Stand-in keys for a partner that cannot be checked (unknown or disabled): the signature loop runs over as
+# many keys as a partner with one live key and the legacy form, so the time does not tell the cause.
+_DECOY_KEYS = [("issued", b"0" * 88), ("decoded", b"0" * 64)]
+
+
+class _Attempt:
+    """One authentication attempt: on failure, every cause costs the same work (issue 12, timing).
+
+    A failure that made no store round trip yet makes the decoy nonce claim (the same conditional put a
+    reused nonce fails), so an unknown partner (first probe: one table read; later probes: cached), a
+    disabled one, a wrong signature, a stale timestamp and a reused nonce each cost one round trip.
+    """
+
+    def __init__(self) -> None:
+        self.round_trips = 0
+
+    def fail(self, reason: str) -> AuthenticationFailed:
+        if self.round_trips == 0:
+            decoy_claim(int(clock.now()))
+        return AuthenticationFailed(reason)
+
+
+def signature_matches(keys: list[tuple[str, bytes]], paths: set[str], creds: SchemeCredentials,
+                      body_hash: str) -> str | None:
+    """The label of the key form that produced ``creds.response`` over one of ``paths``, or None.
+
+    Every key and path is tried (no early exit), so the time depends only on how many there are.
+    """
+    matched: str | None = None
+    for label, key in keys:
+        for path in paths:
+            expected = hmac_response(key, string_to_hash_of(path, creds.nonce, creds.timestamp, body_hash))
+            if responses_equal(expected, creds.response) and matched is None:
+                matched = label
+    return matched
+
+
+def request_paths(request: Request) -> set[str]:
+    """The canonical resources a signature may cover: the path as routed and as sent (with a stage prefix)."""
+    return {request.path, request.raw_path} - {""}
+
+
 def _verify_hmac(request: Request, header: str) -> AuthenticatedPartner:
+    attempt = _Attempt()
     try:
         creds = parse_authorization(header)
     except HeaderError as exc:
-        raise AuthenticationFailed(f"malformed header: {exc}") from None
+        raise attempt.fail(f"malformed header: {exc}") from None
     if creds.method != "HMAC":
-        raise AuthenticationFailed("scheme not accepted")
-    partner = load_partner(creds.username)
+        raise attempt.fail("scheme not accepted")
+    partner, fetched = lookup_partner(creds.username)
+    attempt.round_trips += fetched
+    usable = partner is not None and partner.active
+    keys = hmac_signing_keys(partner) if usable else _DECOY_KEYS  # type: ignore[arg-type]
+    body_hash = content_hash(request.body)  # once per check, whatever the number of keys and paths
+    form = signature_matches(keys, request_paths(request), creds, body_hash)
     if partner is None:
-        raise AuthenticationFailed("unknown partner")
+        raise attempt.fail("unknown partner")
     if not partner.active:
-        raise AuthenticationFailed("partner disabled")
-    paths = {request.path, request.raw_path} - {""}
-    matched = False
-    for key in hmac_keys_of(partner):
-        for path in paths:
-            expected = hmac_response(key, string_to_hash(path, creds.nonce, creds.timestamp, request.body))
-            matched |= responses_equal(expected, creds.response)
-    if not matched:
-        raise AuthenticationFailed("signature mismatch")
+        raise attempt.fail("partner disabled")
+    if form is None:
+        raise attempt.fail("signature mismatch")
     now = int(clock.now())
     if now - creds.timestamp > MAX_AGE_SECONDS:
-        raise AuthenticationFailed("timestamp too old")
+        raise attempt.fail("timestamp too old")
     if creds.timestamp - now > MAX_FUTURE_SKEW_SECONDS:
-        raise AuthenticationFailed("timestamp in the future")
+        raise attempt.fail("timestamp in the future")
     # The nonce must stay unusable for as long as its timestamp is acceptable.
     expires_at = max(now, creds.timestamp) + MAX_AGE_SECONDS + MAX_FUTURE_SKEW_SECONDS
     if not claim_nonce(partner.partner_id, creds.nonce, now, expires_at):
         raise AuthenticationFailed("nonce reused")
+    if form != "issued":
+        log.info("hmac signed with the legacy decoded key form", extra={"partnerId": partner.partner_id})
     return AuthenticatedPartner(partner, "hmac")
 
 
 def _verify_basic(header: str) -> AuthenticatedPartner:
+    attempt = _Attempt()
     encoded = header.strip()[5:].strip()
     try:
         decoded = base64.b64decode(encoded, validate=True).decode("utf-8")
     except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise AuthenticationFailed("malformed basic header") from None
+        raise attempt.fail("malformed basic header") from None
     partner_id, sep, partner_key = decoded.partition(":")
     if not sep:
-        raise AuthenticationFailed("malformed basic header")
-    partner = load_partner(partner_id)
+        raise attempt.fail("malformed basic header")
+    partner, fetched = lookup_partner(partner_id)
+    attempt.round_trips += fetched
+    key_ok = partner is not None and partner_key_matches(partner, partner_key)
     if partner is None:
-        raise AuthenticationFailed("unknown partner")
+        raise attempt.fail("unknown partner")
     if not partner.active:
-        raise AuthenticationFailed("partner disabled")
+        raise attempt.fail("partner disabled")
     if partner.api_security == "hmac":
-        raise AuthenticationFailed("partner requires hmac")
-    if not partner_key_matches(partner, partner_key):
-        raise AuthenticationFailed("wrong partner key")
+        raise attempt.fail("partner requires hmac")
+    if not key_ok:
+        raise attempt.fail("wrong partner key")
     return AuthenticatedPartner(partner, "basic")
 
 

@@ -12,7 +12,8 @@ String to hash (spec, Authentication rule 4)::
     POST SP <path> LF <nonce> LF <timestamp> LF LF <lowercase hex SHA-256 of the exact body bytes>
 
 ``response`` is the lowercase hex HMAC-SHA256 (RFC 2104, FIPS 198-1) of that string, keyed with the
-partner's shared key in its decoded form (the bytes of ``base64decode(hmacKey)``).
+partner's shared key exactly as issued: the ASCII bytes of the ``hmacKey`` text the management API returns
+(spec: "keyed with the shared key"). See :func:`accepted_key_forms` for the one legacy form still accepted.
 
 The Digest and RSA forms (used by the certification-only debug endpoint) are defined symmetrically:
 ``Digest ...`` carries ``response = hex SHA-256(string_to_hash + LF + key)`` and ``Rsa ...`` carries
@@ -34,7 +35,10 @@ __all__ = [
     "parse_authorization",
     "content_hash",
     "string_to_hash",
+    "string_to_hash_of",
     "hmac_response",
+    "accepted_key_forms",
+    "legacy_decoded_form",
     "digest_response",
     "responses_equal",
     "build_hmac_header",
@@ -109,7 +113,45 @@ def content_hash(body: bytes) -> str:
 
 
 def string_to_hash(path: str, nonce: str, timestamp: int | str, body: bytes, verb: str = "POST") -> str:
-    return f"{verb} {path}\n{nonce}\n{timestamp}\n\n{content_hash(body)}"
+    return string_to_hash_of(path, nonce, timestamp, content_hash(body), verb)
+
+
+def string_to_hash_of(path: str, nonce: str, timestamp: int | str, body_hash: str, verb: str = "POST") -> str:
+    """The string to hash from an already computed content hash (one hash of the body per check)."""
+    return f"{verb} {path}\n{nonce}\n{timestamp}\n\n{body_hash}"
+
+
+def legacy_decoded_form(issued_key: bytes) -> bytes | None:
+    """``base64decode(issued_key)`` when the issued key is strict base64 text, else None.
+
+    Until this platform's issue 11, its own client and README signed with the base64-decoded ``hmacKey``.
+    That form stays accepted (accept-both migration, README "The HMAC key"); operators end it with the
+    ``HmacAcceptDecodedKey`` parameter once no partner uses it.
+    """
+    import base64
+    import binascii
+
+    if not issued_key or len(issued_key) % 4:
+        return None
+    try:
+        decoded = base64.b64decode(issued_key, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    return decoded or None
+
+
+def accepted_key_forms(issued_key: bytes, *, accept_decoded: bool = True) -> list[tuple[str, bytes]]:
+    """The HMAC keys a signature is checked against for one issued key, labelled for logs and authdebug.
+
+    ``issued``: the key byte for byte as the partner received it (the spec's meaning, and the only form a
+    client written from the spec uses); ``decoded``: the legacy form (see :func:`legacy_decoded_form`).
+    """
+    forms = [("issued", issued_key)]
+    if accept_decoded:
+        decoded = legacy_decoded_form(issued_key)
+        if decoded is not None and decoded != issued_key:
+            forms.append(("decoded", decoded))
+    return forms
 
 
 def hmac_response(key: bytes, message: str) -> str:

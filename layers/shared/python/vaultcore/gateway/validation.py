@@ -11,9 +11,10 @@ Two steps, because token payments only know their card or bank data after detoke
    the ABA routing checksum, and the level 2 tax rule of the card's brand.
 
 Rules chosen where the spec is silent (README, "Payment gateway"): empty values count as absent (HTML forms
-send them); a variable may appear once; ``tender_type`` is required for SALE and AUTHORIZATION and the tender
-follows the data (bank fields make an ACH payment, spec "ACH is implied by the bank fields"); ACH supports SALE
-only; ``response_format`` defaults to JSON and only JSON is served; ``currency`` defaults to USD.
+send them); a variable may appear once; ``tender_type`` is required for SALE and AUTHORIZATION except where
+bank fields (plaintext or tokens) are present: spec "ACH is implied by the bank fields", so it may be omitted
+there; a ``tender_type`` that contradicts the data (CARD with bank fields, ACH with card fields or card tokens)
+is refused with 106, and card data mixed with bank data with 217; ACH supports SALE only; ``response_format`` defaults to JSON and only JSON is served; ``currency`` defaults to USD.
 """
 
 from __future__ import annotations
@@ -376,7 +377,19 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
             raise GatewayError(E.LEVEL2_FIELD, "Level 2 data is sent with SALE or AUTHORIZATION, not CAPTURE.")
         return GatewayRequest(values, ttype, None, amount, currency, "capture")
 
+    has_card = any(k in values for k in (*_CARD_PLAIN, "card_verification"))
+    has_bank = any(k in values for k in (*_BANK_PLAIN, "bank_account_type"))
+    card_tokens = "vault_token_card_number" in tokens or "vault_token_card_expiration" in tokens
+    bank_tokens = "vault_token_bank_account_number" in tokens or "vault_token_bank_routing_number" in tokens
+    if (has_card or card_tokens) and (has_bank or bank_tokens):
+        raise GatewayError(E.PAYMENT_DATA, "Send card data or bank data, not both.")
+    if tender is None and (has_bank or bank_tokens):
+        tender = values["tender_type"] = "ACH"  # spec: "ACH is implied by the bank fields"
     _require(values, "tender_type")
+    if tender == "CARD" and (has_bank or bank_tokens):
+        raise GatewayError(E.TENDER_TYPE, "tender_type CARD contradicts the bank fields (omit it, or send ACH).")
+    if tender == "ACH" and (has_card or card_tokens or "etoken" in values or "custom_id" in values):
+        raise GatewayError(E.TENDER_TYPE, "tender_type ACH contradicts the card fields.")
     if "token_id" in values:
         raise GatewayError(E.TOKEN_ID, "token_id is only used with CAPTURE.")
 
@@ -405,10 +418,6 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
         # Token payment rule 1: any vault_token_* or bfid triggers token logic.
         if not bfid:
             raise GatewayError(E.TOKEN_DATA_INCOMPLETE, "bfid is required with token parameters.")
-        card_tokens = "vault_token_card_number" in tokens or "vault_token_card_expiration" in tokens
-        bank_tokens = "vault_token_bank_account_number" in tokens or "vault_token_bank_routing_number" in tokens
-        if card_tokens and bank_tokens:
-            raise GatewayError(E.PAYMENT_DATA, "Send card tokens or bank tokens, not both.")
         if tokens:  # rule 3: the supplied tokens are all the data; the spec's Required column applies
             if card_tokens:
                 _require_tokens(tokens, "vault_token_card_number", "vault_token_card_expiration")
@@ -429,10 +438,6 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
 
     if values.get("reissue") == "1":
         raise GatewayError(E.REISSUE)
-    has_card = any(k in values for k in (*_CARD_PLAIN, "card_verification"))
-    has_bank = any(k in values for k in (*_BANK_PLAIN, "bank_account_type"))
-    if has_card and has_bank:
-        raise GatewayError(E.PAYMENT_DATA, "Send card data or bank data, not both.")
     if has_bank:
         _require(values, *_BANK_PLAIN)
         if has_level2:
