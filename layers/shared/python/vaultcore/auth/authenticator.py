@@ -5,7 +5,7 @@ parse the header → load the partner (cached, unknown ids too) → signature ov
 with each live HMAC key in its accepted forms (the key as issued, and the legacy decoded form while the
 migration lasts; constant time, stand-in keys for an unknown or disabled partner) → active → timestamp within
 15 minutes (and not more than 60 s in the future) → the nonce, last, with one conditional put, so a forged
-request cannot burn a legitimate caller's nonce. Every failure costs one store round trip (see _Attempt).
+request cannot burn a legitimate caller's nonce. Every failure costs the same store calls (see _Attempt).
 
 A partner whose API security is ``hmac`` is accepted only with HMAC. A partner on ``key`` security may use
 ``Authorization: Basic base64(partnerId:partnerKey)``, HMAC, or (where the endpoint takes it) the body's
@@ -60,21 +60,27 @@ class AuthenticatedPartner:
 # Stand-in keys for a partner that cannot be checked (unknown or disabled): the signature loop runs over as
 # many keys as a partner with one live key and the legacy form, so the time does not tell the cause.
 _DECOY_KEYS = [("issued", b"0" * 88), ("decoded", b"0" * 64)]
+_DECOY_PARTNER_ID = "#decoy"  # no partner has it: partner ids are letters and digits
 
 
 class _Attempt:
     """One authentication attempt: on failure, every cause costs the same work (issue 12, timing).
 
-    A failure that made no store round trip yet makes the decoy nonce claim (the same conditional put a
-    reused nonce fails), so an unknown partner (first probe: one table read; later probes: cached), a
-    disabled one, a wrong signature, a stale timestamp and a reused nonce each cost one round trip.
+    Each failure makes exactly one partner-table read and one conditional nonce write: a cause that has not
+    made them yet makes stand-in ones (a read of a key no partner has; the conditional put a reused nonce
+    fails, on an item that always exists). So an unknown partner (whose lookup reads the table), a known one
+    (cached: no read), a disabled one, a wrong signature, a stale timestamp and a reused nonce (whose real claim
+    failed) cannot be told apart by their time. Success pays none of this.
     """
 
     def __init__(self) -> None:
-        self.round_trips = 0
+        self.read = False
+        self.claimed = False
 
     def fail(self, reason: str) -> AuthenticationFailed:
-        if self.round_trips == 0:
+        if not self.read:
+            lookup_partner(_DECOY_PARTNER_ID, cached=False)
+        if not self.claimed:
             decoy_claim(int(clock.now()))
         return AuthenticationFailed(reason)
 
@@ -107,8 +113,7 @@ def _verify_hmac(request: Request, header: str) -> AuthenticatedPartner:
         raise attempt.fail(f"malformed header: {exc}") from None
     if creds.method != "HMAC":
         raise attempt.fail("scheme not accepted")
-    partner, fetched = lookup_partner(creds.username)
-    attempt.round_trips += fetched
+    partner, attempt.read = lookup_partner(creds.username)
     usable = partner is not None and partner.active
     keys = hmac_signing_keys(partner) if usable else _DECOY_KEYS  # type: ignore[arg-type]
     body_hash = content_hash(request.body)  # once per check, whatever the number of keys and paths
@@ -126,8 +131,9 @@ def _verify_hmac(request: Request, header: str) -> AuthenticatedPartner:
         raise attempt.fail("timestamp in the future")
     # The nonce must stay unusable for as long as its timestamp is acceptable.
     expires_at = max(now, creds.timestamp) + MAX_AGE_SECONDS + MAX_FUTURE_SKEW_SECONDS
+    attempt.claimed = True
     if not claim_nonce(partner.partner_id, creds.nonce, now, expires_at):
-        raise AuthenticationFailed("nonce reused")
+        raise attempt.fail("nonce reused")
     if form != "issued":
         log.info("hmac signed with the legacy decoded key form", extra={"partnerId": partner.partner_id})
     return AuthenticatedPartner(partner, "hmac")
@@ -143,8 +149,7 @@ def _verify_basic(header: str) -> AuthenticatedPartner:
     partner_id, sep, partner_key = decoded.partition(":")
     if not sep:
         raise attempt.fail("malformed basic header")
-    partner, fetched = lookup_partner(partner_id)
-    attempt.round_trips += fetched
+    partner, attempt.read = lookup_partner(partner_id)
     key_ok = partner is not None and partner_key_matches(partner, partner_key)
     if partner is None:
         raise attempt.fail("unknown partner")

@@ -29,10 +29,7 @@ __all__ = ["Partner", "create_partner", "load_partner", "get_partner", "set_part
 
 DEFAULT_OVERLAP_SECONDS = 24 * 3600
 API_SECURITY = ("key", "hmac")
-_cache: ContainerCache[Partner | object] = ContainerCache("record_cache_seconds", max_items=4096)
-# Unknown partner ids are cached too, for the same lifetime as known ones: otherwise an unknown id costs a
-# table read that a known one does not, and its 1003 takes measurably longer (issue 12, timing).
-_UNKNOWN = object()
+_cache: ContainerCache[Partner] = ContainerCache("record_cache_seconds", max_items=2048)
 
 
 @dataclass(frozen=True)
@@ -109,7 +106,6 @@ def create_partner(name: str, api_security: str, partner_id: str | None = None) 
         registry.put_new(item)
     except registry.ConditionFailed as exc:
         raise Conflict("A partner with this partnerId already exists.") from exc
-    invalidate_partner(partner_id)  # a negative cache entry from an earlier probe of this id
     return {"partnerId": partner_id, "name": name.strip(), "partnerKey": partner_key,
             "hmacKey": issued_hmac_key(hmac_secret), "apiSecurity": api_security, "status": "active"}
 
@@ -119,19 +115,23 @@ def load_partner(partner_id: str) -> Partner | None:
     return lookup_partner(partner_id)[0]
 
 
-def lookup_partner(partner_id: str) -> tuple[Partner | None, bool]:
-    """The partner (or None) and whether the table was read to answer (False on a cache hit, known or not)."""
+def lookup_partner(partner_id: str, *, cached: bool = True) -> tuple[Partner | None, bool]:
+    """The partner (or None) and whether the table was read to answer (False on a cache hit).
+
+    Unknown ids are not cached (a partner created a moment later must work at once in every container); the
+    authenticator evens out the time of the two cases instead (auth.authenticator._Attempt).
+    """
     if not isinstance(partner_id, str) or not partner_id or len(partner_id) > 64:
         return None, False
-    cached = _cache.get(partner_id)
-    if cached is not None:
-        return (None if cached is _UNKNOWN else cached), False  # type: ignore[return-value]
+    hit = _cache.get(partner_id) if cached else None
+    if hit is not None:
+        return hit, False
     item = registry.get(f"PARTNER#{partner_id}", "PROFILE")
     if item is None:
-        _cache.put(partner_id, _UNKNOWN)
         return None, True
     partner = _from_item(item)
-    _cache.put(partner_id, partner)
+    if cached:
+        _cache.put(partner_id, partner)
     return partner, True
 
 
