@@ -4,8 +4,9 @@
 - creates every table, queue and key from the resources in template.yaml;
 - serves every API route of the template, and the management API, on one loopback port by turning HTTP
   requests into API Gateway (REST, proxy) events for the handlers the template names;
-- polls SQS for functions with SQS events as an event source mapping would (batches, partial batch failures,
-  visibility timeout; the queue's redrive policy moves exhausted messages to the DLQ);
+- polls SQS for functions with SQS events as an event source mapping would (five batches at once, partial batch
+  failures, the function's timeout failing the whole batch, visibility timeout; the queue's redrive policy
+  moves exhausted messages to the DLQ);
 - seeds demo data and prints the URL and the demo credentials (also written to .local/demo.json).
 
 It runs as the certification environment by default, and it is the only place where http and loopback egress
@@ -32,6 +33,7 @@ from types import ModuleType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from local.env_file import write_env_file
 from local.template import (
     ROOT,
     evaluate_conditions,
@@ -44,6 +46,7 @@ from local.template import (
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
+SQS_CONCURRENT_BATCHES = 5  # batches of one SQS event source in flight at once (Lambda's initial concurrency)
 
 
 def _free_port() -> int:
@@ -241,19 +244,32 @@ class Platform:
                     return r, m.groupdict()
         return None if not allowed else (None, {})  # type: ignore[return-value]
 
-    def api_event(self, method: str, raw_path: str, headers: dict[str, str], body: bytes, route: Route,
-                  params: dict[str, str], source_ip: str) -> dict[str, Any]:
+    def api_event(self, method: str, raw_path: str, headers: dict[str, str] | list[tuple[str, str]], body: bytes,
+                  route: Route, params: dict[str, str], source_ip: str) -> dict[str, Any]:
+        """The REST (payload 1.0) proxy event API Gateway would send. Like API Gateway, a header or query key
+        sent more than once has its last value in ``headers``/``queryStringParameters`` and every value, in
+        order, in ``multiValueHeaders``/``multiValueQueryStringParameters`` (grouped by name: the interleaving
+        of different names is not carried)."""
         split = urlsplit(raw_path)
         query = parse_qsl(split.query, keep_blank_values=True)
+        pairs = list(headers.items()) if isinstance(headers, dict) else list(headers)
+        single: dict[str, str] = {}
+        multi: dict[str, list[str]] = {}
+        for name, value in pairs:
+            single[name] = value
+            multi.setdefault(name, []).append(value)
+        multi_query: dict[str, list[str]] = {}
+        for name, value in query:
+            multi_query.setdefault(name, []).append(value)
         try:
             text, b64 = body.decode("utf-8"), False
         except UnicodeDecodeError:
             text, b64 = base64.b64encode(body).decode(), True
         return {
             "resource": route.path, "path": split.path, "httpMethod": method,
-            "headers": headers or None, "multiValueHeaders": {k: [v] for k, v in headers.items()} or None,
+            "headers": single or None, "multiValueHeaders": multi or None,
             "queryStringParameters": dict(query) or None,
-            "multiValueQueryStringParameters": ({k: [v for kk, v in query if kk == k] for k, _ in query} or None),
+            "multiValueQueryStringParameters": multi_query or None,
             "pathParameters": params or None, "stageVariables": None,
             "requestContext": {"requestId": str(uuid.uuid4()), "path": split.path, "stage": self.environment,
                                "httpMethod": method, "resourcePath": route.path, "accountId": ACCOUNT,
@@ -267,7 +283,11 @@ class Platform:
             threading.Thread(target=self._tick, args=(schedule,), daemon=True,
                              name=f"schedule-{schedule['function']}").start()
         for source in self.sqs_sources:
-            threading.Thread(target=self._poll, args=(source,), daemon=True, name=f"sqs-{source['function']}").start()
+            # Lambda's event source mapping processes up to five batches of a standard queue at once (more as it
+            # scales up): one slow batch does not stop the others.
+            for n in range(SQS_CONCURRENT_BATCHES):
+                threading.Thread(target=self._poll, args=(source,), daemon=True,
+                                 name=f"sqs-{source['function']}-{n}").start()
 
     def _tick(self, schedule: dict[str, Any]) -> None:
         """EventBridge schedules: invoke the function every period with a scheduled event."""
@@ -281,7 +301,7 @@ class Platform:
     def _poll(self, source: dict[str, Any]) -> None:
         import boto3
 
-        sqs = boto3.client("sqs", region_name=REGION)
+        sqs = boto3.session.Session().client("sqs", region_name=REGION)  # one session per thread
         url = source["queue"]
         arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         while not self._stop.is_set():
@@ -307,17 +327,40 @@ class Platform:
             } for m in messages]
             failed: set[str] = set()
             try:
-                result = self.invoke(source["function"], {"Records": records})
+                result = self._invoke_with_timeout(source["function"], {"Records": records})
                 if source["partial"] and isinstance(result, dict):
                     failed = {f["itemIdentifier"] for f in result.get("batchItemFailures", [])}
             except Exception as exc:
-                # A failed invocation fails the whole batch: every message becomes visible again later.
+                # A failed invocation (an error or its timeout) fails the whole batch: every message becomes
+                # visible again later.
                 print(f"sqs handler error: {type(exc).__name__}", file=sys.stderr)
                 failed = {r["messageId"] for r in records}
             done = [{"Id": str(i), "ReceiptHandle": r["receiptHandle"]}
                     for i, r in enumerate(records) if r["messageId"] not in failed]
             if done:
                 sqs.delete_message_batch(QueueUrl=url, Entries=done)
+
+    def _invoke_with_timeout(self, function: str, event: dict[str, Any]) -> Any:
+        """Invoke as Lambda would: past the function's Timeout the invocation fails (TimeoutError) whatever the
+        handler does afterwards (a thread cannot be killed; Lambda would stop the sandbox)."""
+        box: dict[str, Any] = {}
+
+        def run() -> None:
+            try:
+                box["result"] = self.invoke(function, event)
+            except Exception as exc:  # noqa: BLE001 - re-raised in the poller's thread
+                box["error"] = exc
+
+        worker = threading.Thread(target=run, daemon=True, name=f"invoke-{function}")
+        worker.start()
+        timeout = self.timeouts.get(function, 15)
+        worker.join(timeout)
+        if worker.is_alive():
+            print(f"sqs handler {function} timed out after {timeout} s", file=sys.stderr)
+            raise TimeoutError(function)
+        if "error" in box:
+            raise box["error"]
+        return box.get("result")
 
     def stop(self) -> None:
         self._stop.set()
@@ -351,7 +394,7 @@ def make_http_handler(platform: Platform) -> type[BaseHTTPRequestHandler]:
             route, params = found
             if route is None:
                 return self._reply(405, {"Content-Type": "application/json"}, b'{"message": "Method Not Allowed"}')
-            headers = {k: v for k, v in self.headers.items()}
+            headers = list(self.headers.items())  # every field, repeated names included, in order
             event = platform.api_event(self.command, self.path, headers, body, route, params, self.client_address[0])
             try:
                 result = platform.invoke(route.function, event)
@@ -397,6 +440,7 @@ def start(port: int, environment: str = "cert", state_dir: Path | None = None, s
     platform = Platform(environment, state_dir, env_overrides, max_receive_count)
     aws_endpoint = platform.start_moto()
     platform.create_resources()
+    write_env_file(platform)  # <state-dir>/env.json, in `sam local --env-vars` format (DESIGN.md §6)
     server = _Server(("127.0.0.1", port), make_http_handler(platform))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True, name="http").start()

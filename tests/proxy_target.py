@@ -33,7 +33,8 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         body = self.rfile.read(length) if length else b""
         server: Target = self.server  # type: ignore[assignment]
         record = {"method": self.command, "path": self.path, "headers": {k.lower(): v for k, v in self.headers.items()},
-                  "body": body}
+                  # every header line as received, repeated names included, in order
+                  "header_list": [(k.lower(), v) for k, v in self.headers.items()], "body": body}
         server.seen.append(record)
         path = self.path.split("?", 1)[0]
         ctype = self.headers.get("Content-Type") or "application/octet-stream"

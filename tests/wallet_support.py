@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from vaultcore.crypto.wallet_token_testing import (
+from tests.wallet_token_forge import (
     TestChain,
     build_token,
     make_merchant_keys,
@@ -28,6 +28,7 @@ from vaultcore.crypto.wallet_token_testing import (
 
 MERCHANT_ID = "merchant.com.example.shop"
 SHOP_DOMAIN = "shop.example.com"
+VECTORS = Path(__file__).resolve().parent / "vectors"
 
 
 def _pem_key(key: ec.EllipticCurvePrivateKey) -> str:
@@ -164,3 +165,62 @@ def wallet_body(merchant: WalletMerchant, pki: Pki | None = None, **changes: Any
         body["merchant_identity_private_key"] = pki.identity_key_pem
     body.update(changes)
     return body
+
+
+# ------------------------------------------------------------------------------ the published merchant key
+#
+# The merchant key and certificate of the published wallet fixture (tests/vectors/applepay.json, entry
+# gala-8bf3871), converted by the openssl CLI into the forms operators have (tests/vectors/wallet_keys/README.md
+# records each command). Not made by the project.
+
+GALA_DIR = VECTORS / "wallet_keys"
+GALA_PASSPHRASE = "gala-fixture-passphrase"
+
+
+def gala_vector() -> dict[str, Any]:
+    entries = json.loads((VECTORS / "applepay.json").read_text())["entries"]
+    return next(e for e in entries if e["id"] == "gala-8bf3871")
+
+
+GALA_MERCHANT_ID = "merchant.com.seatgeek.SeatGeek"
+
+
+def gala_certificate_pem() -> str:
+    return gala_vector()["merchant_certificate_pem"]
+
+
+def gala_key_fields(form: str, role: str = "payment_processing") -> dict[str, str]:
+    """The body fields that carry the fixture's key (and, for ``pkcs12``, its certificate) in ``form``:
+    ``sec1``, ``pkcs8``, ``pkcs8-encrypted``, ``sec1-encrypted`` or ``pkcs12``."""
+    import base64
+
+    if form == "pkcs12":
+        return {f"{role}_pkcs12": base64.b64encode((GALA_DIR / "gala-merchant.p12").read_bytes()).decode(),
+                f"{role}_pkcs12_passphrase": GALA_PASSPHRASE}
+    fields = {f"{role}_private_key": (GALA_DIR / f"gala-key.{form}.pem").read_text()}
+    if form.endswith("-encrypted"):
+        fields[f"{role}_private_key_passphrase"] = GALA_PASSPHRASE
+    return fields
+
+
+def gala_wallet_body(form: str, chain: TestChain, domain: str = "gala.example.com", *, der_certificate: bool = False,
+                     **changes: Any) -> dict[str, Any]:
+    """A wallet settings body for the fixture's merchant with its key in ``form``; ``chain``'s root is the
+    trust root (tokens are signed by the test's own chain: the fixture's vendor chain dates from 2014)."""
+    import base64
+
+    body: dict[str, Any] = {"merchant_identifier": GALA_MERCHANT_ID, "domains": [domain],
+                            "trust_roots": [chain.root_pem.decode()], **gala_key_fields(form)}
+    if form != "pkcs12":
+        body["payment_processing_certificate"] = (
+            base64.b64encode((GALA_DIR / "gala-cert.der").read_bytes()).decode() if der_certificate
+            else gala_certificate_pem())
+    body.update(changes)
+    return body
+
+
+def gala_token(chain: TestChain, amount: int = 1000, **payment: Any) -> dict[str, Any]:
+    """A fresh full wallet token encrypted to the fixture's merchant certificate, signed by ``chain``."""
+    data = sample_payment_data(amount=amount, **payment)
+    return wrap_payment_token(build_token(data, gala_certificate_pem().encode(), chain,
+                                          signing_time=datetime.now(UTC)))

@@ -87,8 +87,18 @@ def test_every_case_of_the_table(runner, encoding):
     # Token payment, detokenize-only card.
     detok = pay(runner, encoding, transaction_type="SALE", tender_type="CARD", transaction_amount="6.00",
                 bfid=stored["bfid"], vault_token_card_number=stored["vault_token_card_number"],
-                vault_token_card_expiration=stored["vault_token_card_expiration"], vault_token_zip="94107")
+                vault_token_card_expiration=stored["vault_token_card_expiration"])
     assert detok["transaction_approved"] and detok["card_expiration"] == "1230"
+    # A token not issued under the bfid (a typo, the README's example token, a field the bfid never tokenized):
+    # refused with 308 before detokenization (issue 11), nothing charged.
+    card_token = stored["vault_token_card_number"]
+    typo = card_token[:8] + str((int(card_token[8]) + 1) % 10) + card_token[9:]
+    for wrong in ({"vault_token_card_number": typo}, {"vault_token_card_number": "4242420017564242"},
+                  {"vault_token_card_number": card_token, "vault_token_zip": "94107"}):
+        refused = pay(runner, encoding, transaction_type="SALE", tender_type="CARD", transaction_amount="6.00",
+                      bfid=stored["bfid"], vault_token_card_expiration=stored["vault_token_card_expiration"],
+                      **wrong)
+        assert refused["error"] is True and refused["error_code"] == 308 and "transaction_id" not in refused
 
     # Reissue: token fields plus reissue=1.
     reissue = pay(runner, encoding, transaction_type="SALE", tender_type="CARD", transaction_amount="6.00",

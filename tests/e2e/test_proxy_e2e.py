@@ -97,7 +97,8 @@ def px(runner):
     with Target() as target:
         target.basic = (runner.demo["keyPartner"]["partnerId"], runner.demo["keyPartner"]["partnerKey"])
         target.hmac_user = runner.demo["partner"]["partnerId"]
-        target.hmac_key = base64.b64decode(runner.demo["partner"]["hmacKey"])
+        # The proxy signs the target request with the partner's hmacKey as issued (README "The HMAC key").
+        target.hmac_key = runner.demo["partner"]["hmacKey"].encode()
         yield Proxy(runner, target)
 
 
@@ -464,7 +465,103 @@ def test_management_crud_versions_and_log_paging(px):
     assert admin(px.base, "GET", f"/admin/v1/partners/{pid}/proxy-configurations/{ref}")[0] == 404
 
 
+# ------------------------------------------------------------------------------------------------ fidelity
+
+
+def _raw_call(px, partner: dict, ref: str, query: str, header_lines: list[tuple[str, str]], body: bytes = b""):
+    """http.client, so that a header can be sent twice (urllib's dict of headers cannot)."""
+    import http.client
+
+    host, port = px.base.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=30)
+    auth = "Basic " + base64.b64encode(f"{partner['partnerId']}:{partner['partnerKey']}".encode()).decode()
+    conn.putrequest("POST", f"/api/v1/partners/{partner['partnerId']}/configurations/{ref}{query}")
+    for name, value in [("Authorization", auth), ("X-Target-Key", "target-api-key"),
+                        ("Content-Length", str(len(body)))] + header_lines:
+        conn.putheader(name, value)
+    conn.endheaders(body)
+    response = conn.getresponse()
+    data = response.read()
+    headers = {k.lower(): v for k, v in response.getheaders()}
+    conn.close()
+    return response.status, headers, data
+
+
+def test_repeated_query_keys_and_headers_arrive_in_order_and_unmatched_or_required_are_reported(px):
+    partner = px.key_partner
+    subs = [{**_place("key", "pan", "query"), "fieldName": "vault_token_card_number"},
+            {**_place("jsonpath", "$.card_number"), "fieldName": "vault_token_card_number"},
+            {**_place("key", "X-Card-Absent", "header"), "fieldName": "vault_token_card_number"}]
+    ref = px.create(partner, px.doc("/echo", [_token_action("tokenize", subs)]))
+    query = f"?item=1&item=2&pan={PAN1}&pan={PAN2}&card_number={CARD.pan}&item=3"
+    status, headers, data = _raw_call(px, partner, ref, query, [("X-Multi", "a"), ("X-Other", "o"),
+                                                                ("X-Multi", "b"), ("Content-Type", "text/plain")])
+    assert status == 200, data
+    seen = px.target.seen[-1]
+    assert seen["path"].startswith("/echo?")
+    forwarded = parse_qsl(seen["path"].split("?", 1)[1], keep_blank_values=True)
+    # Every value of a repeated key, in order (API Gateway groups a key's values: item=3 joins item=1 and 2).
+    assert [v for k, v in forwarded if k == "item"] == ["1", "2", "3"]
+    pans = [v for k, v in forwarded if k == "pan"]
+    card = [v for k, v in forwarded if k == "card_number"]
+    # A query/key substitution tokenized both occurrences; the form data in the query string (no body) was
+    # reached by the body jsonpath: no clear card number reached the target.
+    for token, clear in zip(pans + card, (PAN1, PAN2, CARD.pan), strict=True):
+        assert token != clear and token[:6] == clear[:6] and token[-4:] == clear[-4:]
+    assert not any(p in seen["path"] for p in (PAN1, PAN2, CARD.pan))
+    assert [v for k, v in seen["header_list"] if k == "x-multi"] == ["a", "b"]
+    assert seen["headers"]["x-other"] == "o" and headers["vault-id"]
+    assert headers["vault-unmatched"] == "0.2"  # actions[0].substitutions[2]: no X-Card-Absent header
+    log = px.logs(partner, ref)[0]
+    assert log["unmatched"] == ["0.2"] and log["outcome"] == "forwarded"
+    assert [s["matches"] for s in log["actions"][0]["substitutions"]] == [2, 1, 0]
+    assert log["request"]["headers"]["x-multi"] == "a, b"
+
+    # Marked required, the same absent header refuses the request with 8115: the target receives nothing.
+    subs[2]["required"] = True
+    required_ref = px.create(partner, px.doc("/echo", [_token_action("tokenize", subs)]))
+    before = len(px.target.seen)
+    status, headers, data = _raw_call(px, partner, required_ref, f"?pan={PAN1}", [("X-Multi", "a")])
+    assert "actions[0].substitutions[2]" in _error(status, data, 8115)
+    assert len(px.target.seen) == before and "vault-id" not in headers
+    log = px.logs(partner, required_ref)[0]
+    assert log["error"]["code"] == 8115 and log["unmatched"] == ["0.1", "0.2"] and "response" not in log
+    # With the header present it is forwarded (every substitution matched: no vault-unmatched header).
+    status, headers, data = _raw_call(px, partner, required_ref, f"?pan={PAN1}&card_number={PAN2}",
+                                      [("X-Card-Absent", CARD.pan)])
+    assert status == 200 and "vault-unmatched" not in headers and len(px.target.seen) == before + 1
+    assert px.target.seen[-1]["headers"]["x-card-absent"] != CARD.pan
+
+
 # ------------------------------------------------------------------------------------------------ no clear data
+
+
+def test_a_token_not_issued_under_the_vault_id_is_refused_and_the_target_receives_nothing(px):
+    """Issue 11 acceptance: a wrong token with a valid vault-id gets 8116 (tokenization code 3015) and nothing is
+    forwarded; before, FF1 turned it into a wrong card number forwarded with HTTP 200."""
+    partner = px.hmac_partner
+    card = [{**_place("jsonpath", "$.card.number"), "fieldName": "vault_token_card_number"}]
+    both = card + [{**_place("jsonpath", "$.card.exp"), "fieldName": "vault_token_card_expiration"}]
+    tok_ref = px.create(partner, px.doc("/echo", [_token_action("tokenize", card)]))
+    detok_ref = px.create(partner, px.doc("/echo", [_token_action("detokenize", both)]))
+    status, headers, _ = px.call(partner, tok_ref, json.dumps({"card": {"number": PAN1}}))
+    assert status == 200
+    vault_id, token = headers["vault-id"], json.loads(px.target.seen[-1]["body"])["card"]["number"]
+    px.call(partner, tok_ref, json.dumps({"card": {"number": PAN2}}))
+    other_token = json.loads(px.target.seen[-1]["body"])["card"]["number"]
+    typo = token[:7] + str((int(token[7]) + 1) % 10) + token[8:]
+    before = len(px.target.seen)
+    for sent in ({"number": typo},  # a typo
+                 {"number": "4242420017564242"},  # the README's example token
+                 {"number": other_token},  # a token of another vault-id
+                 {"number": token, "exp": "1230"}):  # a field not tokenized under this vault-id
+        status, _, data = px.call(partner, detok_ref, json.dumps({"card": sent}), headers={"vault-id": vault_id})
+        message = _error(status, data, 8116)
+        assert message.startswith("A token was not issued under the vault-id") and "(code 3015)" in message
+    assert len(px.target.seen) == before  # the loopback target received nothing
+    # the genuine token still goes through
+    status, _, _ = px.call(partner, detok_ref, json.dumps({"card": {"number": token}}), headers={"vault-id": vault_id})
+    assert status == 200 and json.loads(px.target.seen[-1]["body"])["card"] == {"number": PAN1}
 
 
 def test_no_clear_card_data_in_runner_output_or_stored_proxy_logs(px, runner):

@@ -19,7 +19,18 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.http import admin, post_json, request
-from tests.wallet_support import MERCHANT_ID, SHOP_DOMAIN, MerchantValidationStub, Pki, new_merchant, wallet_body
+from tests.wallet_support import (
+    GALA_DIR,
+    GALA_MERCHANT_ID,
+    MERCHANT_ID,
+    SHOP_DOMAIN,
+    MerchantValidationStub,
+    Pki,
+    gala_token,
+    gala_wallet_body,
+    new_merchant,
+    wallet_body,
+)
 from vaultcore.wallet.errors import W
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -115,6 +126,25 @@ def test_apay_sale_with_a_token_the_test_signed(wrunner, shop, merchant):
                            f"/admin/v1/accounts/{shop['account_id']}/transactions/{body['transaction_id']}")
     assert status == 200 and detail["last4"] == "1111" and PAN not in json.dumps(detail)
     assert PAN not in wrunner.logs() and token["paymentData"]["data"][:40] not in wrunner.logs()
+
+
+def test_apay_sale_on_an_account_configured_from_a_sec1_key(wrunner, merchant):
+    """Issue acceptance over HTTP: the published fixture's merchant key as SEC1 PEM (``-----BEGIN EC PRIVATE
+    KEY-----``, what ``openssl ecparam -genkey`` writes; tests/vectors/wallet_keys/) configures an account, and a
+    token encrypted to that merchant's certificate pays through an APay SALE."""
+    status, account = admin(wrunner.base_url, "POST", "/admin/v1/accounts", {})
+    assert status == 201
+    body = gala_wallet_body("sec1", merchant.chain, domain="gala-e2e.example.com")
+    assert body["payment_processing_private_key"].startswith("-----BEGIN EC PRIVATE KEY-----")
+    status, view = admin(wrunner.base_url, "PUT", f"/admin/v1/accounts/{account['account_id']}/wallet", body)
+    assert status == 200, view
+    assert view["merchant_identifier"] == GALA_MERCHANT_ID and "PRIVATE KEY" not in json.dumps(view)
+    status, sale = apay_sale(wrunner, account, gala_token(merchant.chain, amount=1000))
+    assert status == 200 and sale["transaction_approved"] is True, sale
+    assert (sale["tender_type"], sale["last4"]) == ("APay", "1111")
+    logs = wrunner.logs()
+    key_lines = [line for line in (GALA_DIR / "gala-key.sec1.pem").read_text().splitlines() if "-----" not in line]
+    assert not [line for line in key_lines if line in logs]
 
 
 def test_apay_payload_as_base64_and_the_other_request_format(wrunner, shop, merchant):

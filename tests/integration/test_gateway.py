@@ -15,7 +15,7 @@ import pytest
 from tests.helpers import admin, call
 from vaultcore import clock
 from vaultcore.gateway import idempotency
-from vaultcore.gateway.errors import E
+from vaultcore.gateway.errors import ERROR_MESSAGES, E
 from vaultcore.gateway.validation import parse_variables, validate_request
 from vaultcore.settings import settings
 from vaultcore.store.aws import client, ddb_calls, reset_ddb_calls
@@ -332,9 +332,41 @@ def test_detokenize_only_card_with_rule_4_twins(gw):
                   level2_tax="0.00", **made.values)["transaction_approved"]
     bad = gw.pay(transaction_type="SALE", tender_type="CARD", transaction_amount="9.99", bfid=made.bfid,
                  vault_token_card_number="4" * 16, vault_token_card_expiration="1230")
-    # made-up tokens detokenize to values that fail the card checks (FF1 cannot tell a forged token)
-    assert bad["error"] and bad["error_code"] in (E.DETOKENIZE_FAILED, E.CARD_LUHN, E.CARD_EXPIRATION, E.CARD_EXPIRED)
-    assert "detokenized" in bad["error_message"] or bad["error_code"] == E.CARD_EXPIRED
+    # made-up tokens are refused by the bfid's token tags before FF1 runs (no wrong card number reaches Luhn)
+    assert bad["error"] and bad["error_code"] == E.TOKEN_NOT_ISSUED and "transaction_id" not in bad
+
+
+def test_a_wrong_token_with_a_valid_bfid_is_refused_with_308(gw):
+    """Issue 11 acceptance: a token not issued under the presented bfid gets 308, never a wrong clear value."""
+    sale = gw.card()
+    tokens = _bfid_and_tokens(gw, sale["transaction_id"])
+    other = _bfid_and_tokens(gw, gw.card(pan="5555555555554444")["transaction_id"])
+    card, expiry = tokens["vault_token_card_number"], tokens["vault_token_card_expiration"]
+    typo = card[:8] + str((int(card[8]) + 1) % 10) + card[9:]
+    base = {"transaction_type": "SALE", "tender_type": "CARD", "transaction_amount": "3.00", "bfid": tokens["bfid"]}
+    for sent in ({"vault_token_card_number": typo, "vault_token_card_expiration": expiry},  # a typo
+                 {"vault_token_card_number": "4242420017564242", "vault_token_card_expiration": expiry},  # README's
+                 {"vault_token_card_number": other["vault_token_card_number"],  # another bfid's tokens
+                  "vault_token_card_expiration": other["vault_token_card_expiration"]},
+                 {"vault_token_card_number": card, "vault_token_card_expiration": expiry,
+                  "vault_token_zip": "94107"}):  # a field never tokenized under the bfid
+        body = gw.pay(**base, **sent)
+        assert body["error"] is True and body["error_code"] == E.TOKEN_NOT_ISSUED, (sent, body)
+        assert body["error_message"] == ERROR_MESSAGES[E.TOKEN_NOT_ISSUED] and "transaction_id" not in body
+        assert body["transaction_approved"] is False
+    # the genuine tokens (and the bfid alone) still pay
+    assert gw.pay(**base, vault_token_card_number=card, vault_token_card_expiration=expiry)["transaction_approved"]
+    assert gw.pay(**base)["transaction_approved"]
+    # ACH: a wrong bank account token is refused the same way
+    ach = gw.pay(transaction_type="SALE", tender_type="ACH", transaction_amount="25.00",
+                 bank_account_number=BANK_ACCOUNT, bank_routing_number=ROUTING, bank_account_type="CHECKING")
+    ach_tokens = _bfid_and_tokens(gw, ach["transaction_id"])
+    account_token = ach_tokens["vault_token_bank_account_number"]
+    wrong = account_token[:-1] + str((int(account_token[-1]) + 1) % 10)
+    body = gw.pay(transaction_type="SALE", tender_type="ACH", transaction_amount="30.00", bfid=ach_tokens["bfid"],
+                  vault_token_bank_account_number=wrong,
+                  vault_token_bank_routing_number=ach_tokens["vault_token_bank_routing_number"])
+    assert body["error_code"] == E.TOKEN_NOT_ISSUED
 
 
 def test_detokenize_only_ach_and_ach_sale(gw):

@@ -173,3 +173,113 @@ def test_management_refuses_odd_references_and_unknown_partners(platform, partne
     assert status == 400 and "limit" in body["errMessage"]
     status, body = admin(platform, "GET", f"/admin/v1/partners/{pid}/proxy-logs", query={"nextToken": "garbage!"})
     assert status == 400 and "nextToken" in body["errMessage"]
+
+
+def _gateway_event(partner, ref, header_pairs, query_pairs, body: str = "") -> dict:
+    """The event API Gateway (REST, payload 1.0) sends for a request with repeated headers and query keys: the
+    last value of each in headers/queryStringParameters, all of them in the multiValue* members."""
+    from tests.helpers import api_event
+
+    path = f"/api/v1/partners/{partner['partnerId']}/configurations/{ref}"
+    auth = build_hmac_header(partner["partnerId"], base64.b64decode(partner["hmacKey"]), path, body.encode())
+    event = api_event("POST", path, body, {}, path_params={"partnerID": partner["partnerId"],
+                                                           "configReferenceID": ref},
+                      resource="/api/v1/partners/{partnerID}/configurations/{configReferenceID}")
+    pairs = [("Authorization", auth), ("X-Key", "k")] + header_pairs
+    event["headers"], event["multiValueHeaders"] = {}, {}
+    for name, value in pairs:
+        event["headers"][name] = value
+        event["multiValueHeaders"].setdefault(name, []).append(value)
+    event["queryStringParameters"], event["multiValueQueryStringParameters"] = {}, {}
+    for name, value in query_pairs:
+        event["queryStringParameters"][name] = value
+        event["multiValueQueryStringParameters"].setdefault(name, []).append(value)
+    return event
+
+
+def test_repeated_query_keys_and_headers_reach_the_target_and_unmatched_or_required_are_reported(platform, partner):
+    status, t = admin(platform, "POST", f"/admin/v1/partners/{partner['partnerId']}/templates",
+                      {"templateRef": "DEMO", "name": "demo",
+                       "fields": [{"name": "vault_token_card_number", "type": "card", "format": "FIRST_SIX_LAST_FOUR"}]})
+    assert status == 201, t
+    pan2, pan3 = "5555555555554444", "4242424242424242"
+
+    def sub(source, type_, path, **extra):
+        return {"transformationSource": source, "transformationType": type_, "transformationPath": path,
+                "fieldName": "vault_token_card_number", **extra}
+
+    def action(subs):
+        return [{"type": "tokenization", "method": "tokenize", "templateRef": "DEMO",
+                 "authorization": {"type": "passthrough"}, "substitutions": subs}]
+
+    with Target() as target:
+        # Every occurrence of a repeated query key is tokenized; form data in the query string (no body) is reached
+        # by a body jsonpath; a header that is absent is reported.
+        ref = _create(platform, partner, _doc(target.url + "/echo", action(
+            [sub("query", "key", "pan"), sub("body", "jsonpath", "$.card_number"), sub("header", "key", "X-Card")])))
+        event = _gateway_event(partner, ref, [("X-Multi", "a"), ("X-Other", "o"), ("X-Multi", "b")],
+                               [("item", "1"), ("item", "2"), ("pan", PAN), ("pan", pan2), ("card_number", pan3)])
+        out = platform.invoke("ProxyFunction", event)
+        assert out["statusCode"] == 200, out["body"]
+        seen = target.seen[-1]
+        query = __import__("urllib.parse", fromlist=["parse_qsl"]).parse_qsl(seen["path"].split("?", 1)[1])
+        assert [k for k, _ in query] == ["item", "item", "pan", "pan", "card_number"]
+        assert query[:2] == [("item", "1"), ("item", "2")]  # repeated keys intact, in order
+        tokens = [v for _, v in query[2:]]
+        for token, clear in zip(tokens, (PAN, pan2, pan3), strict=True):
+            assert token != clear and token[:6] == clear[:6] and token[-4:] == clear[-4:]
+        assert [v for k, v in seen["header_list"] if k == "x-multi"] == ["a", "b"]
+        assert out["headers"]["vault-unmatched"] == "0.2" and out["headers"]["vault-id"]
+        log = admin(platform, "GET", f"/admin/v1/partners/{partner['partnerId']}/proxy-logs")[1]["logs"][0]
+        assert log["unmatched"] == ["0.2"] and log["status"] == 200
+        assert [s["matches"] for s in log["actions"][0]["substitutions"]] == [2, 1, 0]
+        assert log["request"]["headers"]["x-multi"] == "a, b"
+        assert not any(p in json.dumps(log) for p in (PAN, pan2, pan3))
+
+        # required: the same absent header refuses the request (8115) and nothing reaches the target.
+        ref = _create(platform, partner, _doc(target.url + "/echo", action(
+            [sub("query", "key", "pan"), sub("header", "key", "X-Card", required=True)])))
+        before = len(target.seen)
+        out = platform.invoke("ProxyFunction", _gateway_event(partner, ref, [], [("pan", PAN)]))
+        body = json.loads(out["body"])
+        assert (out["statusCode"], body["success"], body["code"]) == (400, False, 8115)
+        assert "actions[0].substitutions[1]" in body["message"] and "vault-id" not in out["headers"]
+        assert len(target.seen) == before
+    log = admin(platform, "GET", f"/admin/v1/partners/{partner['partnerId']}/proxy-logs")[1]["logs"][0]
+    assert log["error"]["code"] == 8115 and log["unmatched"] == ["0.1"] and log["outcome"] == "error"
+    assert PAN not in json.dumps(log)
+
+
+def _gateway_action(method: str, subs: list[dict]) -> dict:
+    return {"type": "tokenization", "method": method, "templateRef": "GATEWAY", "model": "sync",
+            "authorization": {"type": "passthrough"}, "substitutions": subs}
+
+
+def test_a_token_not_issued_under_the_vault_id_is_8116_and_nothing_is_forwarded(platform, partner):
+    """Issue 11 acceptance: a wrong token with a valid vault-id gets 8116; the target receives nothing."""
+    subs = [{"transformationSource": "body", "transformationType": "jsonpath", "transformationPath": "$.cards[*]",
+             "fieldName": "vault_token_card_number"}]
+    with Target() as target:
+        tok_ref = _create(platform, partner, _doc(target.url + "/echo", [_gateway_action("tokenize", subs)]))
+        detok_ref = _create(platform, partner, _doc(target.url + "/echo", [_gateway_action("detokenize", subs)]))
+        # one field at two paths: two tokenization rounds, one vault-id that vouches for both tokens
+        status, headers, _ = _call(platform, partner, tok_ref, json.dumps({"cards": [PAN, "5555555555554444"]}))
+        assert status == 200
+        vault_id = headers["vault-id"]
+        tokens = json.loads(target.seen[-1]["body"])["cards"]
+        status, _, _ = _call(platform, partner, detok_ref, json.dumps({"cards": tokens}), {"vault-id": vault_id})
+        assert status == 200 and json.loads(target.seen[-1]["body"])["cards"] == [PAN, "5555555555554444"]
+        # a typo in one token, the README's example token, a token of another vault-id: 8116, nothing forwarded
+        _call(platform, partner, tok_ref, json.dumps({"cards": ["4111111111111111"]}))
+        other_token = json.loads(target.seen[-1]["body"])["cards"][0]
+        typo = tokens[0][:8] + str((int(tokens[0][8]) + 1) % 10) + tokens[0][9:]
+        before = len(target.seen)
+        for sent in ([typo, tokens[1]], ["4242420017564242"], [other_token]):
+            status, _, body = _call(platform, partner, detok_ref, json.dumps({"cards": sent}), {"vault-id": vault_id})
+            assert (status, body["success"], body["code"]) == (400, False, 8116), body
+            assert body["message"].startswith("A token was not issued under the vault-id") and "(code 3015)" in body[
+                "message"]
+            assert not any(t in body["message"] for t in sent)
+        assert len(target.seen) == before  # the target received nothing
+    log = admin(platform, "GET", f"/admin/v1/partners/{partner['partnerId']}/proxy-logs")[1]["logs"][0]
+    assert log["error"]["code"] == 8116

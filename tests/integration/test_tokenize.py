@@ -117,9 +117,16 @@ def test_same_value_field_and_bfid_give_the_same_token_a_new_bfid_another(platfo
     # the same value in another field of the same bfid is another token
     both = tokenize_values(pid, "DEMO", [("zip", "12345"), ("vault_token_first_name", "12345")])
     assert both.values["zip"] != both.values["vault_token_first_name"]
-    # tokens added under a given bfid merge into its stored item
-    tokenize_values(pid, "DEMO", [("zip", "12345")], bfid=first.bfid)
-    assert set(read_stored_tokens(pid, first.bfid)) == {"vault_token_card_number", "email", "zip"}
+    # tokens added under a given bfid merge into its stored item; the bfid comes back extended with their tags
+    # (same scope), and the given bfid keeps reading and detokenizing only the tokens it was issued with
+    extended = tokenize_values(pid, "DEMO", [("zip", "12345")], bfid=first.bfid)
+    assert len(extended.bfid) in (len(first.bfid) + 6, len(first.bfid) + 7)  # 5 bytes: field index + 32-bit tag
+    assert set(read_stored_tokens(pid, extended.bfid)) == {"vault_token_card_number", "email", "zip"}
+    assert set(read_stored_tokens(pid, first.bfid)) == {"vault_token_card_number", "email"}
+    assert detokenize_values(pid, extended.bfid, {**first.values, **extended.values})["zip"] == "12345"
+    with pytest.raises(TokenServiceError) as err:
+        detokenize_values(pid, first.bfid, extended.values)
+    assert _code(err) == 3015
     # a given bfid must name the template asked for
     with pytest.raises(TokenServiceError) as err:
         tokenize_values(pid, "GATEWAY", [("vault_token_zip", "12345")], bfid=first.bfid)
@@ -262,10 +269,78 @@ def test_read_window_is_one_hour_even_when_the_item_is_still_there(platform, par
         read_stored_tokens(pid, result.bfid)
     assert _code(err) == 3011
     items = _scan(platform, "TokensTable")
-    assert [i["bfid"]["S"] for i in items] == [result.bfid]  # moto (like DynamoDB) has not deleted it
+    # moto (like DynamoDB) has not deleted it; the item's key is the bfid's scope (its core, without the tags)
+    assert [i["bfid"]["S"] for i in items] == [service._verify(pid, result.bfid)[0].scope]
     assert 3600 <= int(items[0]["expiresAt"]["N"]) - int(items[0]["createdAt"]["N"]) <= 3601
     # detokenization with the tokens in hand is not bound to the read window
     assert detokenize_values(pid, result.bfid, result.values) == {"vault_token_card_number": PAN}
+
+
+# ------------------------------------------------------------------------------ detokenization integrity
+
+README_EXAMPLE_TOKEN = "4242420017564242"  # README "Walkthrough": a well-formed card token of no bfid of ours
+
+
+def test_a_token_not_issued_under_the_bfid_is_refused_before_ff1(platform, partner, monkeypatch):
+    pid = partner["partnerId"]
+    made = tokenize_values(pid, "DEMO", [("vault_token_card_number", PAN), ("vault_token_card_expiration", "1229")])
+    other = tokenize_values(pid, "DEMO", [("vault_token_card_number", "5555555555554444"), ("zip", "30301")])
+    token = made.values["vault_token_card_number"]
+    typo = token[:8] + str((int(token[8]) + 1) % 10) + token[9:]
+    assert detokenize_values(pid, made.bfid, made.values)["vault_token_card_number"] == PAN  # warm caches
+    ff1_calls: list[str] = []
+    real = service.detokenize_value
+    monkeypatch.setattr(service, "detokenize_value", lambda *a, **k: ff1_calls.append("ff1") or real(*a, **k))
+    refused = [
+        {"vault_token_card_number": typo},  # a typo
+        {"vault_token_card_number": README_EXAMPLE_TOKEN},  # the README's example token
+        {"vault_token_card_number": other.values["vault_token_card_number"]},  # another bfid's token
+        {"vault_token_card_number": PAN},  # a clear value sent as a token
+        {"vault_token_card_expiration": made.values["vault_token_card_number"][-4:]},  # a token of another field
+        {"zip": other.values["zip"]},  # a field never tokenized under this bfid (well-formed token)
+        {**made.values, "zip": "30301"},  # one bad token among good ones: nothing comes back
+    ]
+    for tokens in refused:
+        reset_ddb_calls()
+        with pytest.raises(TokenServiceError) as err:
+            detokenize_values(pid, made.bfid, tokens)
+        assert _code(err) == 3015 and err.value.message.endswith("was not issued under this bfid.")
+        assert ddb_calls() == 0  # no store lookup: the tags travel in the bfid
+    assert ff1_calls == []  # refused before FF1 ran (nothing was turned into a wrong clear value)
+    # the genuine tokens still detokenize; malformed tokens keep their own codes (checked before the tag)
+    assert detokenize_values(pid, made.bfid, made.values) == {"vault_token_card_number": PAN,
+                                                               "vault_token_card_expiration": "1229"}
+    with pytest.raises(TokenServiceError) as err:
+        detokenize_values(pid, made.bfid, {"vault_token_card_number": "not-a-card-token"})
+    assert _code(err) == 3003
+    # the read step returns only tokens the bfid vouches for
+    assert read_stored_tokens(pid, made.bfid) == made.values
+
+
+def test_version_1_bfids_keep_detokenizing_without_the_tag_check(platform, partner):
+    from vaultcore.tokens import keys as token_keys
+    from vaultcore.tokens.bfid import new_bfid
+    from vaultcore.tokens.engine import tokenize_value
+    from vaultcore.tokens.templates import Template
+
+    pid = partner["partnerId"]
+    keys = token_keys.current_keys(pid)
+    # Given a bfid of the former layout and a token made as before (FF1 tweak over the whole bfid text)
+    old = new_bfid(keys.mac_key, keys.version, "DEMO", pid, version=1)
+    assert old.startswith("djEA")
+    demo = Template.from_dict({"templateRef": "DEMO", "fields": FIELDS})
+    token = tokenize_value(keys.ff1_key, old, demo.get_field("vault_token_card_number"), PAN)
+    # Then it still detokenizes (no tags: no tag check), and tokenizing under it keeps its text
+    assert detokenize_values(pid, old, {"vault_token_card_number": token}) == {"vault_token_card_number": PAN}
+    again = tokenize_values(pid, "DEMO", [("vault_token_card_number", PAN), ("zip", "30301")], bfid=old)
+    assert again.bfid == old and again.values["vault_token_card_number"] == token
+    assert read_stored_tokens(pid, old) == again.values
+    assert detokenize_values(pid, old, again.values) == {"vault_token_card_number": PAN, "zip": "30301"}
+    # documented limit of version 1: a wrong well-formed token is not refused (FF1 gives another value)
+    wrong = detokenize_values(pid, old, {"vault_token_card_number": README_EXAMPLE_TOKEN})
+    assert wrong["vault_token_card_number"] != PAN
+    # new bfids are version 2
+    assert tokenize_values(pid, "DEMO", [("zip", "30301")]).bfid.startswith("djIA")
 
 
 def test_omit_keeps_tokens_out_of_the_response(platform, partner):

@@ -8,17 +8,29 @@ import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import rsa
+from cryptography.hazmat.primitives.serialization import Encoding, NoEncryption, PrivateFormat
 
 from tests.helpers import admin, call
 from tests.wallet_support import (
+    GALA_DIR,
+    GALA_MERCHANT_ID,
+    GALA_PASSPHRASE,
     MERCHANT_ID,
     SHOP_DOMAIN,
     MerchantValidationStub,
     Pki,
+    gala_certificate_pem,
+    gala_key_fields,
+    gala_token,
+    gala_vector,
+    gala_wallet_body,
     new_merchant,
     wallet_body,
 )
-from vaultcore.crypto.wallet_token_testing import make_merchant_keys, make_test_chain
+from tests.wallet_token_forge import make_merchant_keys, make_test_chain
 from vaultcore.store.aws import dynamodb
 from vaultcore.wallet.errors import W, WalletError
 from vaultcore.wallet.payments import decrypt_wallet_payment
@@ -353,3 +365,193 @@ def test_payments_format_authorized_and_refused(platform, wallet_account, mercha
         status, _, body = call(platform, "CheckoutFunction", "POST", "/payments", broken)
         assert status == 422 and body["errorType"] == "validation"
     assert call(platform, "CheckoutFunction", "POST", "/payments", {**pay, "api_accesskey": "f" * 32})[0] == 401
+
+
+# --------------------------------------------------------------- key material in the forms operators have
+#
+# The merchant key of the published wallet fixture (tests/vectors/applepay.json), as the openssl CLI writes it
+# in each form (tests/vectors/wallet_keys/README.md). Not made by the project.
+
+KEY_FORMS = ("sec1", "pkcs8", "pkcs8-encrypted", "sec1-encrypted", "pkcs12")
+
+
+@pytest.fixture
+def vault_logs():
+    """Every record the platform logs during the test, raw (message and all record attributes, before the
+    formatter's redaction: stricter than the written log line)."""
+    import io
+    import logging
+
+    from vaultcore.logs import get_logger
+
+    get_logger("tests")  # the "vault" logger is configured
+    stream = io.StringIO()
+
+    class Raw(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            stream.write(f"{record.getMessage()} {record.__dict__!r}\n")
+
+    handler = Raw()
+    logging.getLogger("vault").addHandler(handler)
+    yield stream
+    logging.getLogger("vault").removeHandler(handler)
+
+
+def _key_lines() -> list[str]:
+    """The base64 lines of every fixture key file and of the bundle: none may appear in an answer or a log."""
+    lines = [line for f in GALA_DIR.glob("gala-key.*.pem") for line in f.read_text().splitlines()
+             if line and not line.startswith(("-----", "Proc-Type", "DEK-Info"))]
+    bundle = gala_key_fields("pkcs12")["payment_processing_pkcs12"]
+    return lines + [bundle[i:i + 40] for i in range(0, len(bundle) - 40, 40)]
+
+
+@pytest.mark.parametrize("form", KEY_FORMS)
+def test_apay_sale_with_the_published_merchant_key_in_each_form(platform, account, form, vault_logs):
+    """Issue acceptance: a wallet token decrypts through an APay SALE with an account configured from a SEC1
+    key; the same with PKCS#8 (clear and encrypted) and PKCS#12."""
+    chain = make_test_chain()
+    status, view = admin(platform, "PUT", f"/admin/v1/accounts/{account['account_id']}/wallet",
+                         gala_wallet_body(form, chain))
+    assert status == 200, view
+    assert view["merchant_identifier"] == GALA_MERCHANT_ID and view["has_payment_processing_certificate"] is True
+    # The vendor's publicKeyHash of this key, as printed in the fixture.
+    assert view["payment_processing_public_key_hash"] == gala_vector()["public_key_hash_b64"]
+    token = gala_token(chain, amount=1999)
+    status, _, body = qsapi(platform, account, transaction_type="SALE", tender_type="APay",
+                            transaction_amount="19.99", currency="USD", apay_payload=json.dumps(token))
+    assert status == 200 and body["transaction_approved"] is True, body
+    assert (body["tender_type"], body["last4"]) == ("APay", "1111")
+    # Stored normalised (unencrypted PKCS#8 inside the KMS envelope): the vendor's own 2014 token opens with it.
+    from vaultcore.crypto import wallet_token as wt
+    from vaultcore.wallet import settings as ws
+
+    secrets = ws.load_secrets(ws.get_wallet_settings(account["account_id"], fresh=True))
+    assert secrets.payment_processing_private_key.startswith("-----BEGIN PRIVATE KEY-----")
+    vendor = gala_vector()
+    clear = wt.decrypt_ec_v1(vendor["payment_data"], secrets.payment_processing_private_key, GALA_MERCHANT_ID,
+                             secrets.payment_processing_certificate)
+    assert clear["applicationPrimaryAccountNumber"] == vendor["expected_fields"]["applicationPrimaryAccountNumber"]
+    raw = json.dumps(dynamodb().scan(TableName="RegistryTable")["Items"])
+    logs = vault_logs.getvalue()
+    assert "wallet settings stored" in logs  # the capture sees the platform's log lines
+    for line in _key_lines():
+        assert line not in raw and line not in logs and line not in json.dumps(view)
+    assert GALA_PASSPHRASE not in raw and GALA_PASSPHRASE not in logs
+
+
+def test_certificate_as_base64_der_and_trust_roots_as_base64_der(platform, account):
+    chain = make_test_chain()
+    root_der = base64.b64encode(
+        x509.load_pem_x509_certificate(chain.root_pem).public_bytes(Encoding.DER)).decode()
+    status, view = admin(platform, "PUT", f"/admin/v1/accounts/{account['account_id']}/wallet",
+                         gala_wallet_body("sec1", chain, der_certificate=True, trust_roots=[root_der]))
+    assert status == 200, view
+    assert view["trust_roots"] == [{"sha256": x509.load_pem_x509_certificate(chain.root_pem)
+                                    .fingerprint(hashes.SHA256()).hex()}]
+    card = decrypt_wallet_payment(account["account_id"], json.dumps(gala_token(chain)), "10.00", "USD")
+    assert card.last4 == "1111"
+
+
+def _refusal(platform, account, body) -> str:
+    status, answer = admin(platform, "PUT", f"/admin/v1/accounts/{account['account_id']}/wallet", body)
+    assert status == 400, answer
+    message = answer["errMessage"]
+    assert "-----" not in message and GALA_PASSPHRASE not in message
+    assert not [line for line in _key_lines() if line[:16] in message]
+    return message
+
+
+def test_key_forms_are_refused_with_the_field_named_and_no_key_material(platform, account, vault_logs):
+    chain = make_test_chain()
+    pp = "payment_processing_private_key"
+    encrypted = gala_key_fields("pkcs8-encrypted")[pp]
+    # Encrypted without its passphrase; a wrong passphrase; a passphrase for a clear key.
+    assert "is encrypted" in _refusal(platform, account, gala_wallet_body("pkcs8-encrypted", chain, **{
+        f"{pp}_passphrase": None}))
+    message = _refusal(platform, account, gala_wallet_body("pkcs8-encrypted", chain, **{f"{pp}_passphrase": "nope"}))
+    assert f"{pp}_passphrase" in message and "wrong passphrase" in message
+    message = _refusal(platform, account, gala_wallet_body("sec1-encrypted", chain, **{f"{pp}_passphrase": "nope"}))
+    assert "wrong passphrase" in message
+    assert "not encrypted" in _refusal(platform, account, gala_wallet_body("sec1", chain, **{
+        f"{pp}_passphrase": GALA_PASSPHRASE}))
+    # Unreadable key, truncated key, a certificate in the key field, a passphrase without a key.
+    assert f"{pp} is not a readable private key" in _refusal(platform, account, gala_wallet_body(
+        "sec1", chain, **{pp: encrypted.replace("ENCRYPTED PRIVATE KEY", "EC PRIVATE KEY")}))
+    assert "readable" in _refusal(platform, account, gala_wallet_body("sec1", chain, **{pp: encrypted[:120]}))
+    assert pp in _refusal(platform, account, gala_wallet_body("sec1", chain, **{pp: gala_certificate_pem()}))
+    body = gala_wallet_body("sec1", chain, **{f"{pp}_passphrase": "x"})
+    body.pop(pp)
+    assert "without" in _refusal(platform, account, body)
+    # PKCS#12: wrong passphrase, not base64, not a bundle, together with a key field.
+    p12 = "payment_processing_pkcs12"
+    message = _refusal(platform, account, gala_wallet_body("pkcs12", chain, **{f"{p12}_passphrase": "nope"}))
+    assert p12 in message and "wrong passphrase" in message
+    assert "base64" in _refusal(platform, account, gala_wallet_body("pkcs12", chain, **{p12: "not base64!"}))
+    assert p12 in _refusal(platform, account, gala_wallet_body("pkcs12", chain, **{
+        p12: base64.b64encode(b"0" * 64).decode()}))
+    assert "either" in _refusal(platform, account, gala_wallet_body("pkcs12", chain, **gala_key_fields("sec1")))
+    # The key must match its certificate; the payment processing key must be P-256.
+    _, other_cert = make_merchant_keys(GALA_MERCHANT_ID)
+    message = _refusal(platform, account, gala_wallet_body("sec1", chain,
+                                                           payment_processing_certificate=other_cert.decode()))
+    assert "payment_processing_certificate does not hold the public key of payment_processing_private_key" in message
+    rsa_pem = rsa.generate_private_key(public_exponent=65537, key_size=2048).private_bytes(
+        Encoding.PEM, PrivateFormat.TraditionalOpenSSL, NoEncryption()).decode()
+    assert "P-256" in _refusal(platform, account, gala_wallet_body("sec1", chain, **{pp: rsa_pem}))
+    # Certificates and trust roots that cannot be read name their field.
+    assert "payment_processing_certificate" in _refusal(platform, account, gala_wallet_body(
+        "sec1", chain, payment_processing_certificate="bm90IGEgY2VydGlmaWNhdGU="))
+    assert "trust_roots[1]" in _refusal(platform, account, gala_wallet_body(
+        "sec1", chain, trust_roots=[chain.root_pem.decode(), "AAAA"]))
+    logs = vault_logs.getvalue()
+    assert "request refused" in logs  # the refusals were logged (code and status only)
+    assert not [line for line in _key_lines() if line in logs] and GALA_PASSPHRASE not in logs
+    # Nothing was stored by any of these refusals.
+    assert admin(platform, "GET", f"/admin/v1/accounts/{account['account_id']}/wallet")[0] == 404
+
+
+def test_identity_key_from_pkcs12_and_encrypted_pem(platform, account, merchant):
+    """The merchant identity key and certificate in a PKCS#12 bundle (the fixture's, as openssl exported it),
+    then as encrypted PKCS#8 with its certificate in base64 DER."""
+    path = f"/admin/v1/accounts/{account['account_id']}/wallet"
+    status, view = admin(platform, "PUT", path, wallet_body(merchant, **gala_key_fields("pkcs12", "merchant_identity")))
+    assert status == 200, view
+    assert view["merchant_identity_subject"].startswith("C=US,O=SeatGeek")
+    secrets = _secrets(account)
+    assert secrets.merchant_identity_private_key.startswith("-----BEGIN PRIVATE KEY-----")
+    assert secrets.merchant_identity_certificate.count("BEGIN CERTIFICATE") == 1
+    der = base64.b64encode((GALA_DIR / "gala-cert.der").read_bytes()).decode()
+    body = wallet_body(merchant, **gala_key_fields("pkcs8-encrypted", "merchant_identity"),
+                       merchant_identity_certificate=der)
+    status, view = admin(platform, "PUT", path, body)
+    assert status == 200, view
+    assert _secrets(account).merchant_identity_private_key == secrets.merchant_identity_private_key
+    # Mixed: a bundle for one role, a key and certificate of the other role's bundle do not cross over.
+    message = _refusal(platform, account, wallet_body(merchant, **gala_key_fields("pkcs12", "merchant_identity"),
+                                                      merchant_identity_certificate=gala_certificate_pem()))
+    assert "merchant_identity_pkcs12" in message and "either" in message
+
+
+def _secrets(account):
+    from vaultcore.wallet import settings as ws
+
+    return ws.load_secrets(ws.get_wallet_settings(account["account_id"], fresh=True))
+
+
+def test_wallet_session_with_the_identity_given_as_pkcs12(platform, account, merchant, pki, stub, monkeypatch):
+    """The normalised identity key works in the mutual TLS context of the session call."""
+    from cryptography.hazmat.primitives.serialization import BestAvailableEncryption, load_pem_private_key, pkcs12
+
+    monkeypatch.setenv("WALLET_MERCHANT_VALIDATION_URL", stub.url)
+    monkeypatch.setenv("WALLET_MERCHANT_VALIDATION_CA_FILE", str(pki.server_ca_file))
+    bundle = pkcs12.serialize_key_and_certificates(
+        b"identity", load_pem_private_key(pki.identity_key_pem.encode(), None),
+        x509.load_pem_x509_certificate(pki.identity_cert_pem.encode()), None, BestAvailableEncryption(b"p12-pass"))
+    body = wallet_body(merchant, merchant_identity_pkcs12=base64.b64encode(bundle).decode(),
+                       merchant_identity_pkcs12_passphrase="p12-pass")
+    assert admin(platform, "PUT", f"/admin/v1/accounts/{account['account_id']}/wallet", body)[0] == 200
+    status, _, answer = session_call(platform, {
+        "account_id": account["account_id"], "api_accesskey": account["api_accesskey"], "display_name": "Shop",
+        "referrer": SHOP_DOMAIN, "merchant_id": MERCHANT_ID})
+    assert status == 200, answer
+    assert stub.requests[-1]["client_cn"] == f"Merchant ID: {MERCHANT_ID}"

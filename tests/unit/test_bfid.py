@@ -1,4 +1,5 @@
-"""bfid: round trip, integrity (every character), length limits, key derivation."""
+"""bfid: round trip, integrity (every character), length limits, key derivation, token tags (version 2) and
+version-1 compatibility."""
 
 from __future__ import annotations
 
@@ -15,13 +16,19 @@ from vaultcore.tokens import bfid as bfid_module
 from vaultcore.tokens.bfid import (
     BFID_MAX_LENGTH,
     BFID_MIN_LENGTH,
+    BFID_TEXT_MAX_LENGTH,
     BfidError,
     BfidInfo,
     derive_subkeys,
+    derive_tag_key,
+    draft_bfid,
     hkdf_sha256,
     new_bfid,
     parse_bfid,
     peek_bfid_unverified,
+    seal_bfid,
+    token_issued,
+    token_tag,
 )
 
 MAC_KEY = bytes(range(32))
@@ -56,6 +63,8 @@ def test_fresh_bfids_are_unique_and_current():
 
 def test_payload_is_versioned_and_names_key_version_and_template():
     raw = base64.urlsafe_b64decode(make() + "==")
+    assert raw.startswith(b"v2\x00\x03") and b"GATEWAY" in raw and b"partner-42" in raw
+    raw = base64.urlsafe_b64decode(make(version=1) + "==")
     assert raw.startswith(b"v1\x00\x03") and b"GATEWAY" in raw and b"partner-42" in raw
 
 
@@ -103,7 +112,7 @@ def test_forged_structure_with_wrong_tag_is_refused():
 
 def test_unknown_version_is_refused_even_with_a_valid_tag():
     raw = base64.urlsafe_b64decode(make() + "==")
-    payload = b"v2" + raw[2:-16]
+    payload = b"v3" + raw[2:-16]
     tag = hmac.new(MAC_KEY, payload, hashlib.sha256).digest()[:16]
     with pytest.raises(BfidError, match="unknown format"):
         parse_bfid(MAC_KEY, base64.urlsafe_b64encode(payload + tag).rstrip(b"=").decode())
@@ -185,3 +194,172 @@ def test_derive_subkeys():
     assert ff1_key == expected
     with pytest.raises(ValueError, match="at least 32 bytes"):
         derive_subkeys(bytes(16))
+
+
+def test_derive_tag_key():
+    master = bytes(range(100, 132))
+    tag_key = derive_tag_key(master)
+    assert tag_key == HKDF(hashes.SHA256(), 32, bfid_module._HKDF_SALT, bfid_module._INFO_TAG).derive(master)
+    assert tag_key.hex() == "e38c4db5388a8952673c1349d08fbc0eee38b3559f2e36ee6916d81525fb3fc7"
+    assert tag_key not in derive_subkeys(master)
+    with pytest.raises(ValueError, match="at least 32 bytes"):
+        derive_tag_key(bytes(16))
+
+
+# ------------------------------------------------------------------------------ token tags (version 2)
+
+TAG_KEY = bytes(range(64, 96))
+CARD, EXPIRY = "vault_token_card_number", "vault_token_card_expiration"
+CARD_TOKEN, EXPIRY_TOKEN = "4111118316051111", "0731"
+KNOWN_SCOPE = "djIAAwBlU_EAAAECAwQFBgcICQoLDA0ODwpwYXJ0bmVyLTQyB0dBVEVXQVk"
+KNOWN_BFID = "djIAAwBlU_EAAAECAwQFBgcICQoLDA0ODwpwYXJ0bmVyLTQyB0dBVEVXQVkAKZgxDgFGLsGLuVDeJtAxpX2JMljq8xSurg"
+
+
+def known_draft() -> BfidInfo:
+    return draft_bfid(3, "GATEWAY", "partner-42", issued_at=1_700_000_000, nonce=bytes(range(16)))
+
+
+def issued(info: BfidInfo, *pairs: tuple[int, str, str]) -> str:
+    """Seal ``info`` with the tags of (field index, field name, token) triples."""
+    return seal_bfid(MAC_KEY, info, [(i, token_tag(TAG_KEY, info.scope, name, tok)) for i, name, tok in pairs])
+
+
+def test_token_tag_known_answer():
+    # Given a fixed key, bfid core and tokens
+    info = known_draft()
+    assert info.scope == KNOWN_SCOPE and info.version == 2 and info.tags == ()
+    # Then the tags are fixed (32 bits) and are the documented construction
+    card_tag = token_tag(TAG_KEY, info.scope, CARD, CARD_TOKEN)
+    assert card_tag.hex() == "2998310e"
+    assert token_tag(TAG_KEY, info.scope, EXPIRY, EXPIRY_TOKEN).hex() == "462ec18b"
+    message = b"vaultcore/tokens/token-tag/v2\x00" + KNOWN_SCOPE.encode() + b"\x00" + CARD.encode() + b"\x00" + \
+        CARD_TOKEN.encode()
+    assert card_tag == hmac.new(TAG_KEY, message, hashlib.sha256).digest()[:4]
+    # And the scope is the core of the layout: version, key version, issue time, nonce, partner, template
+    core = base64.urlsafe_b64decode(KNOWN_SCOPE + "=")
+    assert core == (b"v2\x00\x03" + (1_700_000_000).to_bytes(5, "big") + bytes(range(16)) + b"\x0apartner-42"
+                    + b"\x07GATEWAY")
+
+
+def test_sealed_bfid_known_answer_and_parse():
+    # When the known core is sealed with the card number and expiry tags (fields 0 and 1 of GATEWAY)
+    text = issued(known_draft(), (0, CARD, CARD_TOKEN), (1, EXPIRY, EXPIRY_TOKEN))
+    # Then the text is fixed: core, then index + tag per token, then the 128-bit MAC over all of it
+    assert text == KNOWN_BFID
+    raw = base64.urlsafe_b64decode(text + "==")
+    assert raw[:-16].endswith(b"\x00" + bytes.fromhex("2998310e") + b"\x01" + bytes.fromhex("462ec18b"))
+    assert raw[-16:] == hmac.new(MAC_KEY, raw[:-16], hashlib.sha256).digest()[:16]
+    info = parse_bfid(MAC_KEY, text, expected_partner_id="partner-42")
+    assert (info.version, info.scope, info.key_version, info.issued_at) == (2, KNOWN_SCOPE, 3, 1_700_000_000)
+    assert info.tags == ((0, bytes.fromhex("2998310e")), (1, bytes.fromhex("462ec18b")))
+    assert peek_bfid_unverified(text) == ("partner-42", 3)
+
+
+def test_only_issued_tokens_pass_the_tag_check():
+    info = parse_bfid(MAC_KEY, KNOWN_BFID)
+    assert token_issued(TAG_KEY, info, 0, CARD, CARD_TOKEN)
+    assert token_issued(TAG_KEY, info, 1, EXPIRY, EXPIRY_TOKEN)
+    # a wrong token: one digit changed, the README's example token, a value in clear
+    assert not token_issued(TAG_KEY, info, 0, CARD, "4111118316051112")
+    assert not token_issued(TAG_KEY, info, 0, CARD, "4242420017564242")
+    assert not token_issued(TAG_KEY, info, 0, CARD, "4111111111111111")
+    # a token of another field, or checked under another field's index
+    assert not token_issued(TAG_KEY, info, 1, EXPIRY, CARD_TOKEN)
+    assert not token_issued(TAG_KEY, info, 1, CARD, CARD_TOKEN)
+    # a field the bfid holds no tag for (not tokenized under it): refused whatever the token
+    assert not token_issued(TAG_KEY, info, 3, "vault_token_bank_account_number", CARD_TOKEN)
+    # the tag key of another partner (or key version) does not make the tag
+    assert not token_issued(bytes(32), info, 0, CARD, CARD_TOKEN)
+
+
+def test_a_token_of_another_bfid_is_refused():
+    # Given two bfids of the same partner, template and key, each issued with its own card token
+    first = parse_bfid(MAC_KEY, issued(known_draft(), (0, CARD, CARD_TOKEN)))
+    other_draft = draft_bfid(3, "GATEWAY", "partner-42", issued_at=1_700_000_000, nonce=bytes(range(1, 17)))
+    other = parse_bfid(MAC_KEY, issued(other_draft, (0, CARD, "4111110000001111")))
+    # Then neither vouches for the other's token (the tag is bound to the bfid's core)
+    assert token_issued(TAG_KEY, other, 0, CARD, "4111110000001111")
+    assert not token_issued(TAG_KEY, first, 0, CARD, "4111110000001111")
+    assert not token_issued(TAG_KEY, other, 0, CARD, CARD_TOKEN)
+    # even when both issued the same token text
+    same = parse_bfid(MAC_KEY, issued(other_draft, (0, CARD, CARD_TOKEN)))
+    assert same.tags != first.tags and token_issued(TAG_KEY, same, 0, CARD, CARD_TOKEN)
+
+
+def test_version_1_bfids_still_verify_without_tags():
+    # Given a bfid of the former layout (no token tags)
+    text = make(version=1, issued_at=1_700_000_000, nonce=bytes(range(16)))
+    info = parse_bfid(MAC_KEY, text, expected_partner_id="partner-42")
+    # Then it parses as version 1, its scope is its own text (the tweak its tokens were made with)
+    assert (info.version, info.tags, info.scope) == (1, (), text)
+    # and any token passes the tag check: old tokens keep detokenizing (the FF1 result is not checked)
+    assert token_issued(TAG_KEY, info, 0, CARD, CARD_TOKEN) and token_issued(TAG_KEY, info, 5, "x", "anything")
+    # a version-1 bfid cannot carry tags
+    with pytest.raises(BfidError, match="only a version-2 bfid"):
+        seal_bfid(MAC_KEY, info, [(0, bytes(4))])
+    # a version-1 payload with trailing bytes (tags) is not a version-1 bfid
+    payload = base64.urlsafe_b64decode(text + "==")[:-16] + b"\x00" + bytes(4)
+    forged = payload + hmac.new(MAC_KEY, payload, hashlib.sha256).digest()[:16]
+    with pytest.raises(BfidError, match="unknown format"):
+        parse_bfid(MAC_KEY, base64.urlsafe_b64encode(forged).rstrip(b"=").decode())
+
+
+def test_sealing_merges_sorts_and_is_idempotent():
+    info = known_draft()
+    card = (0, CARD, CARD_TOKEN)
+    expiry = (1, EXPIRY, EXPIRY_TOKEN)
+    # any order, duplicates: one spelling
+    assert issued(info, expiry, card, card) == KNOWN_BFID
+    # extending a parsed bfid with a tag it holds gives the same text; with a new one, the same scope
+    only_card = parse_bfid(MAC_KEY, issued(info, card))
+    assert issued(parse_bfid(MAC_KEY, KNOWN_BFID), card) == KNOWN_BFID
+    extended = issued(only_card, expiry)
+    assert extended == KNOWN_BFID and parse_bfid(MAC_KEY, extended).scope == only_card.scope
+    # the earlier bfid still vouches for its own token only
+    assert token_issued(TAG_KEY, only_card, 0, CARD, CARD_TOKEN)
+    assert not token_issued(TAG_KEY, only_card, 1, EXPIRY, EXPIRY_TOKEN)
+    # a field tokenized twice (proxy: one field at several paths) holds two tags; both tokens pass
+    twice = parse_bfid(MAC_KEY, issued(info, card, (0, CARD, "4111119999991111")))
+    assert len(twice.tags) == 2 and token_issued(TAG_KEY, twice, 0, CARD, "4111119999991111")
+    assert token_issued(TAG_KEY, twice, 0, CARD, CARD_TOKEN)
+
+
+def test_tags_out_of_order_are_refused_even_with_a_valid_mac():
+    raw = base64.urlsafe_b64decode(KNOWN_BFID + "==")[:-16]
+    core, entries = raw[:-10], raw[-10:]
+    for bad in (core + entries[5:] + entries[:5], core + entries[:5] + entries[:5], core + entries[:7]):
+        forged = bad + hmac.new(MAC_KEY, bad, hashlib.sha256).digest()[:16]
+        with pytest.raises(BfidError, match="unknown format"):
+            parse_bfid(MAC_KEY, base64.urlsafe_b64encode(forged).rstrip(b"=").decode())
+
+
+def test_tampering_with_any_character_of_a_tagged_bfid_is_refused():
+    for i, ch in enumerate(KNOWN_BFID):
+        bad = KNOWN_BFID[:i] + B64URL[(B64URL.index(ch) + 1) % 64] + KNOWN_BFID[i + 1 :]
+        with pytest.raises(BfidError):
+            parse_bfid(MAC_KEY, bad)
+
+
+def test_tag_sizes_and_limits():
+    # 5 bytes per token: the gateway's sets (card + expiry, bank account + routing) fit its 150 characters with
+    # the built-in GATEWAY template and any partner id (up to 40 characters), four tags too
+    pairs = [(i, f"f{i}", "tok") for i in range(5)]
+    longest_partner = draft_bfid(1, "GATEWAY", "p" * 40)
+    assert len(issued(longest_partner, *pairs[:2])) == 134 and len(issued(longest_partner, *pairs[:4])) == 147
+    assert len(issued(draft_bfid(1, "DEMO", "demo"), *pairs[:4])) == 95
+    # a bfid of many tokens grows up to 1,024 characters, then sealing refuses
+    longest = draft_bfid(1, "T" * 32, "p" * 37)
+    many = [(i % 256, f"f{i}", str(i)) for i in range(131)]
+    text = issued(longest, *many)
+    assert BFID_MAX_LENGTH < len(text) <= BFID_TEXT_MAX_LENGTH and len(parse_bfid(MAC_KEY, text).tags) == 131
+    with pytest.raises(BfidError, match="too many token tags"):
+        issued(longest, *many, (200, "f", "one more"))
+    with pytest.raises(BfidError, match="must be 4 bytes"):
+        seal_bfid(MAC_KEY, longest, [(0, bytes(5))])
+    with pytest.raises(BfidError, match="field index"):
+        seal_bfid(MAC_KEY, longest, [(256, bytes(4))])
+    with pytest.raises(BfidError):
+        parse_bfid(MAC_KEY, "A" * (BFID_TEXT_MAX_LENGTH + 3))
+    # a version-1 text longer than 150 characters is refused before its MAC is computed
+    with pytest.raises(BfidError, match="unknown format"):
+        parse_bfid(MAC_KEY, "djEA" + "A" * 152)

@@ -258,3 +258,23 @@ def test_key_paths_header_and_query():
     doc = _with("proxy.logSettings.responseMasks[0]", {"transformationSource": "query", "transformationType": "key",
                                                        "transformationPath": "card number", "pattern": "all"})
     assert parse_document(doc, policy=STRICT).response_masks[0].path.key == "card number"
+
+
+def test_required_is_an_optional_boolean_of_every_substitution_but_not_of_masks():
+    config = parse_document(_doc(), policy=STRICT)
+    assert not config.has_required and not config.actions[0].substitutions[0].required
+    doc = _with("actions[0].substitutions[0].required", True)
+    doc = _with("actions[1].substitutions[0].required", False, doc)
+    config = parse_document(doc, policy=STRICT)
+    assert config.has_required
+    assert [a.substitutions[0].required for a in config.actions] == [True, False]
+    for value in ("true", 1, None, []):
+        _refused(_with("actions[0].substitutions[0].required", value),
+                 r"^actions\[0\]\.substitutions\[0\]\.required must be true or false\.$")
+    _refused(_with("actions[1].substitutions[0].required", "yes"),
+             r"^actions\[1\]\.substitutions\[0\]\.required must be true or false\.$")
+    _refused(_with("proxy.logSettings.requestMasks[0].required", True),
+             r"requestMasks\[0\] has an unknown member 'required'")
+    # Kept through storage (the stored document is what the proxy compiles).
+    stored = stored_document(doc, lambda b: {"c": "x"})
+    assert parse_document(stored, policy=STRICT, stored=True).actions[0].substitutions[0].required

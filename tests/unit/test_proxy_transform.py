@@ -16,7 +16,16 @@ from vaultcore.proxy import errors as E
 from vaultcore.proxy.config import MaskSpec, parse_document
 from vaultcore.proxy.logs import Scrubber, clear_mask, masked_view
 from vaultcore.proxy.service import ActionRunner, _convert, _rounds, _typed_like
-from vaultcore.proxy.transform import Body, Message, body_kind, compile_path, locate, mask_message, new_splicer
+from vaultcore.proxy.transform import (
+    Body,
+    Headers,
+    Message,
+    body_kind,
+    compile_path,
+    locate,
+    mask_message,
+    new_splicer,
+)
 
 LOCAL = EgressPolicy(allow_http=True, allow_loopback=True)
 PAN = "4761739001010010"
@@ -368,3 +377,188 @@ def test_long_bodies_are_cut_where_no_card_data_can_be_split():
     m = _message(json.dumps({"pad": "z " * MAX_LOGGED_BODY, "pan": PAN}))
     view = masked_view(m, masks=[], clear_paths=[], scrub=Scrubber([]), url="http://t/x", method="POST")
     assert view["bodyTruncated"] is True and len(view["body"]) <= MAX_LOGGED_BODY and PAN not in view["body"]
+
+
+# ------------------------------------------------------------------------------------------------ fidelity (issue 11.6)
+
+
+class _FakeTokens:
+    """Stands in for the tokenization service: token = "T" + value reversed, one bfid per call chain."""
+
+    def __init__(self) -> None:
+        self.calls: list[list[tuple[str, str]]] = []
+
+    def __call__(self, partner_id, template_ref, values, *, bfid=None, store=True):
+        from vaultcore.tokens.service import TokenizeResult
+
+        self.calls.append(list(values))
+        return TokenizeResult(bfid=bfid or "bfid-1", values={n: "T" + v[::-1] for n, v in values},
+                              template_ref=template_ref)
+
+
+def _tokenize_config(subs: list[dict], method: str = "tokenize"):
+    return _config(actions=[{"type": "tokenization", "method": method, "templateRef": "DEMO",
+                             "authorization": {"type": "passthrough"}, "substitutions": subs}])
+
+
+def _sub(source: str, type_: str, path: str, **extra) -> dict:
+    return {"transformationSource": source, "transformationType": type_, "transformationPath": path,
+            "fieldName": "vault_token_card_number", **extra}
+
+
+@pytest.fixture
+def fake_tokens(monkeypatch):
+    import vaultcore.tokens.service as tokens
+
+    fake = _FakeTokens()
+    monkeypatch.setattr(tokens, "tokenize_values", fake)
+    return fake
+
+
+def test_repeated_headers_are_one_slot_per_occurrence_in_order():
+    m = _message("", headers=None)
+    m.headers = Headers([("X-Card", "1111"), ("x-other", "o"), ("x-card", "2222")])
+    assert _set_all(m, "header", "key", "X-Card", lambda v: v + "!") == 2
+    assert m.headers.items() == [("x-card", "1111!"), ("x-other", "o"), ("x-card", "2222!")]
+    assert m.headers.get("x-card") == "2222!" and m.headers.get_all("X-CARD") == ["1111!", "2222!"]
+    m.headers["x-card"] = "[REDACTED]"  # replaces every occurrence by one, at the first one's place
+    assert m.headers.items() == [("x-card", "[REDACTED]"), ("x-other", "o")]
+    assert "X-Other" in m.headers and "x-none" not in m.headers and list(m.headers) == ["x-card", "x-other"]
+    assert "1111" not in repr(m.headers)  # names only
+
+
+def test_a_query_key_substitution_tokenizes_every_occurrence_in_order(fake_tokens):
+    config = _tokenize_config([_sub("query", "key", "pan")])
+    m = _message("", query=[("pan", "4111"), ("x", "1"), ("pan", "5555")])
+    runner = ActionRunner(config, "p1", {})
+    runner.run(m)
+    assert m.query == [("pan", "T1114"), ("x", "1"), ("pan", "T5555")]
+    assert runner.vault_id_out == "bfid-1" and runner.unmatched == []
+    assert fake_tokens.calls == [[("vault_token_card_number", "4111")], [("vault_token_card_number", "5555")]]
+
+
+def test_form_data_in_the_query_string_is_reached_by_body_jsonpath_and_regex(fake_tokens):
+    # No body: the query string is the URL-form data (spec), addressed as a form body would be.
+    config = _tokenize_config([_sub("body", "jsonpath", "$.card_number")])
+    m = _message("", query=[("card_number", PAN), ("amount", "10"), ("note", "a b&c")])
+    ActionRunner(config, "p1", {}).run(m)
+    assert m.query == [("card_number", "T" + PAN[::-1]), ("amount", "10"), ("note", "a b&c")]
+    config = _tokenize_config([_sub("body", "regex", r"card_number=(\d{13,19})")])
+    m = _message("", query=[("lang", "en"), ("card_number", PAN)])
+    ActionRunner(config, "p1", {}).run(m)
+    assert m.query == [("lang", "en"), ("card_number", "T" + PAN[::-1])]
+    # A repeated field is an array, as in a form body.
+    config = _tokenize_config([_sub("body", "jsonpath", "$.pan[*]")])
+    m = _message("", query=[("pan", "1234"), ("pan", "5678")])
+    ActionRunner(config, "p1", {}).run(m)
+    assert m.query == [("pan", "T4321"), ("pan", "T8765")]
+
+
+def test_the_query_string_is_not_form_data_when_there_is_a_body(fake_tokens):
+    config = _tokenize_config([_sub("body", "jsonpath", "$.card_number")])
+    m = _message('{"other": 1}', query=[("card_number", PAN)])
+    runner = ActionRunner(config, "p1", {})
+    runner.run(m)
+    assert m.query == [("card_number", PAN)] and m.body.to_bytes() == b'{"other": 1}'
+    assert runner.unmatched == ["0.0"] and fake_tokens.calls == []
+    # xpath never addresses the query string (XML cannot travel there): no 8107 for a bodiless request.
+    sub = _sub("body", "xpath", "/p/pan/text()")
+    m = _message("", query=[("pan", PAN)])
+    runner = ActionRunner(_tokenize_config([sub]), "p1", {})
+    runner.run(m)
+    assert m.query == [("pan", PAN)] and runner.unmatched == ["0.0"]
+
+
+def test_unmatched_substitutions_are_reported_by_index(fake_tokens, monkeypatch):
+    import vaultcore.devices.parser as parser
+
+    monkeypatch.setattr(parser, "decrypt_for_partner", lambda *a, **k: _card("keyed"))
+    config = _config(actions=[
+        {"type": "tokenization", "method": "tokenize", "templateRef": "DEMO", "authorization": {"type": "passthrough"},
+         "substitutions": [_sub("body", "jsonpath", "$.pan"), _sub("header", "key", "X-Missing"),
+                           _sub("query", "key", "pan")]},
+        {"type": "parser", "authorization": {"type": "passthrough"},
+         "substitutions": [{"transformationSource": "body", "transformationType": "jsonpath",
+                            "transformationPath": "$.absent", "dataType": "string", "format": "pan"}]},
+    ])
+    runner = ActionRunner(config, "p1", {})
+    runner.run(_message(json.dumps({"pan": PAN})))
+    assert runner.unmatched == ["0.1", "0.2", "1.0"]
+    assert [s["matches"] for s in runner.outcomes[0]["substitutions"]] == [1, 0, 0]
+
+
+def test_a_required_substitution_that_matches_nothing_refuses_before_any_action_runs(fake_tokens):
+    config = _tokenize_config([_sub("body", "jsonpath", "$.pan"), _sub("query", "key", "card", required=True)])
+    assert config.has_required and config.actions[0].substitutions[1].required
+    runner = ActionRunner(config, "p1", {})
+    m = _message(json.dumps({"pan": PAN}))
+    with pytest.raises(E.ProxyError) as info:
+        runner.run(m)
+    assert info.value.code == E.REQUIRED_UNMATCHED == 8115 and info.value.status == 400
+    assert "actions[0].substitutions[1]" in info.value.message and PAN not in info.value.message
+    assert fake_tokens.calls == [] and runner.vault_id_out is None  # nothing tokenized, no bfid issued
+    assert runner.unmatched == ["0.1"] and json.loads(m.body.to_bytes()) == {"pan": PAN}
+    # Matched (in the query string as form data): forwarded, tokenized.
+    m = _message("", query=[("card", PAN)])
+    runner = ActionRunner(_tokenize_config([_sub("body", "jsonpath", "$.card", required=True)]), "p1", {})
+    runner.run(m)
+    assert m.query == [("card", "T" + PAN[::-1])] and runner.unmatched == []
+
+
+def test_required_in_a_dry_run_simulation_reports_8115_without_calls(fake_tokens):
+    config = _tokenize_config([_sub("header", "key", "X-Pan", required=True)])
+    runner = ActionRunner(config, "p1", {}, simulate=True)
+    with pytest.raises(E.ProxyError) as info:
+        runner.run(_message("{}"))
+    assert info.value.code == 8115 and runner.unmatched == ["0.0"]
+
+
+def test_masks_reach_repeated_headers_and_form_data_in_the_query_string():
+    m = _message("", query=[("card_number", PAN), ("k", "v")])
+    m.headers = Headers([("x-pan", PAN), ("x-pan", "4242424242424242")])
+    mask_message(m, [(compile_path("body", "jsonpath", "$.card_number"), clear_mask),
+                     (compile_path("header", "key", "x-pan"), clear_mask)])
+    assert m.query == [("card_number", "476173******0010"), ("k", "v")]
+    assert m.headers.get_all("x-pan") == ["476173******0010", "424242******4242"]
+    view = masked_view(m, masks=[], clear_paths=[], scrub=Scrubber([]), url="http://t/x", method="POST")
+    assert view["headers"]["x-pan"] == "476173******0010, 424242******4242"  # joined, RFC 9110 5.3
+    assert view["url"] == "http://t/x?card_number=476173******0010&k=v"
+
+
+def test_request_from_event_keeps_every_value_of_repeated_query_keys_and_headers():
+    from vaultcore.api.http import request_from_event
+
+    event = {"httpMethod": "POST", "path": "/p", "body": None,
+             "headers": {"X-A": "2", "Content-Type": "application/json"},
+             "multiValueHeaders": {"X-A": ["1", "2"], "Content-Type": ["application/json"]},
+             "queryStringParameters": {"item": "2", "q": "x"},
+             "multiValueQueryStringParameters": {"item": ["1", "2"], "q": ["x"]}}
+    request = request_from_event(event)
+    assert request.query == {"item": "2", "q": "x"} and request.header("x-a") == "2"  # single values: the last
+    assert request.query_pairs() == [("item", "1"), ("item", "2"), ("q", "x")]
+    assert request.header_pairs() == [("x-a", "1"), ("x-a", "2"), ("content-type", "application/json")]
+    # Without multiValue* members (a hand-built event) the single values are used.
+    del event["multiValueHeaders"], event["multiValueQueryStringParameters"]
+    request = request_from_event(event)
+    assert request.query_pairs() == [("item", "2"), ("q", "x")] and ("x-a", "2") in request.header_pairs()
+
+
+def test_the_local_runner_fills_multi_value_members_like_api_gateway():
+    from types import SimpleNamespace
+
+    from local.runner import Platform, Route
+
+    route = Route("POST", "/api/v1/partners/{partnerID}/configurations/{configReferenceID}", "ProxyFunction")
+    event = Platform.api_event(SimpleNamespace(environment="cert"), "POST", "/x?item=1&b=0&item=2&e=",
+                               [("X-A", "1"), ("Host", "h"), ("X-A", "2")], b"", route, {}, "127.0.0.1")
+    assert event["queryStringParameters"] == {"item": "2", "b": "0", "e": ""}
+    assert event["multiValueQueryStringParameters"] == {"item": ["1", "2"], "b": ["0"], "e": [""]}
+    assert event["headers"] == {"X-A": "2", "Host": "h"}
+    assert event["multiValueHeaders"] == {"X-A": ["1", "2"], "Host": ["h"]}
+
+
+def test_query_key_and_query_string_form_substitutions_of_one_action_both_land(fake_tokens):
+    config = _tokenize_config([_sub("query", "key", "pan"), _sub("body", "jsonpath", "$.card_number")])
+    m = _message("", query=[("pan", "1234"), ("card_number", "5678"), ("pan", "9012")])
+    ActionRunner(config, "p1", {}).run(m)
+    assert m.query == [("pan", "T4321"), ("card_number", "T8765"), ("pan", "T2109")]

@@ -312,6 +312,24 @@ def test_malformed_token_errors_say_token():
     assert exc.value.code == TOO_SHORT
 
 
+def test_check_token_makes_every_check_of_detokenize_before_ff1(monkeypatch):
+    # check_token runs without a key and without FF1: the service verifies the token tag between it and FF1
+    monkeypatch.setattr(engine, "_encipher", lambda *a, **k: pytest.fail("FF1 must not run"))
+    engine.check_token(gw("card_number"), "4111118316051111")
+    cases = [(gw("card_number"), "411111", TOO_SHORT), (gw("card_number"), "41111183160511x1", INVALID_VALUE),
+             (TemplateField("cvv", FieldType.CARD, irreversible=True, min_length=3, max_length=4), "123",
+              IRREVERSIBLE)]
+    for field, token, code in cases:
+        with pytest.raises(TokenError) as exc:
+            engine.check_token(field, token)
+        assert exc.value.code == code
+    window = ActiveWindow(parse_iso8601_duration("PT1H"), None)
+    with pytest.raises(TokenError) as exc:
+        engine.check_token(TemplateField("mail", FieldType.EMAIL, active=window), "a.b@example.com",
+                           issued_at=1_700_000_000, now=1_700_000_060)
+    assert exc.value.code == INACTIVE
+
+
 def test_error_messages_never_contain_the_value():
     secret = "4111111111111111"
     for value in (secret + "9999", secret[:8] + "x" + secret[9:]):

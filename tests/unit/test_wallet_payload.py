@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from vaultcore.crypto.wallet_token_testing import sample_payment_data
+from tests.wallet_token_forge import sample_payment_data
 from vaultcore.wallet.errors import W
 from vaultcore.wallet.token_payload import (
     WalletPayloadError,

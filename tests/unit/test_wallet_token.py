@@ -1,7 +1,7 @@
 """Wallet token (EC_v1) decryption and CMS signature verification.
 
 Known answers from tests/vectors/applepay.json (a real vendor token and a KDF/GCM-only case); signature cases
-on tokens built with a private CA chain by vaultcore.crypto.wallet_token_testing.
+on tokens built with a private CA chain by tests.wallet_token_forge (test-only: it can forge tokens).
 """
 
 from __future__ import annotations
@@ -19,8 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from vaultcore.crypto import wallet_token as wt
-from vaultcore.crypto.wallet_token_testing import (
+from tests.wallet_token_forge import (
     TestChain,
     build_token,
     make_merchant_keys,
@@ -29,6 +28,7 @@ from vaultcore.crypto.wallet_token_testing import (
     sign_content,
     wrap_payment_token,
 )
+from vaultcore.crypto import wallet_token as wt
 
 VECTORS = json.loads((Path(__file__).resolve().parent.parent / "vectors" / "applepay.json").read_text())
 FULL = next(e for e in VECTORS["entries"] if e["type"] == "full_token")

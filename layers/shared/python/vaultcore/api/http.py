@@ -29,11 +29,24 @@ class Request:
     request_id: str
     source_ip: str = ""
     raw_path: str = ""  # the path as the client sent it (with a stage prefix on execute-api URLs)
+    # Every value of a repeated query key or header, in order (API Gateway's multiValue* members). ``query`` and
+    # ``headers`` keep one value per name (the last, as API Gateway's single-value members do); None when the
+    # event had no multiValue* member (then ``query_pairs``/``header_pairs`` derive them from the dicts).
+    multi_query: list[tuple[str, str]] | None = None
+    multi_headers: list[tuple[str, str]] | None = None  # lower-cased names
     _json: Any = field(default=None, repr=False)
     _json_loaded: bool = field(default=False, repr=False)
 
     def header(self, name: str, default: str | None = None) -> str | None:
         return self.headers.get(name.lower(), default)
+
+    def query_pairs(self) -> list[tuple[str, str]]:
+        """Every query parameter, repeated keys included, in order (per key; see :func:`request_from_event`)."""
+        return list(self.multi_query) if self.multi_query is not None else list(self.query.items())
+
+    def header_pairs(self) -> list[tuple[str, str]]:
+        """Every header field (lower-cased name, value), repeated names included, in order."""
+        return list(self.multi_headers) if self.multi_headers is not None else list(self.headers.items())
 
     @property
     def content_type(self) -> str:
@@ -73,6 +86,23 @@ def json_response(status: int, payload: Any, headers: dict[str, str] | None = No
     return Response(status, json.dumps(payload, separators=(", ", ": ")), headers or {})
 
 
+def _multi(event: dict[str, Any], member: str, lower: bool) -> list[tuple[str, str]] | None:
+    """The pairs of a ``multiValueHeaders``/``multiValueQueryStringParameters`` member, or None without one.
+
+    API Gateway (REST, payload 1.0) groups the values by name: the values of one name keep the order they were
+    sent in, while the interleaving of different names (``a=1&b=2&a=3``) is not carried by the event.
+    """
+    multi = event.get(member)
+    if not isinstance(multi, dict) or not multi:
+        return None
+    pairs: list[tuple[str, str]] = []
+    for name, values in multi.items():
+        for value in values if isinstance(values, list) else [values]:
+            if value is not None:
+                pairs.append((str(name).lower() if lower else str(name), str(value)))
+    return pairs
+
+
 def request_from_event(event: dict[str, Any]) -> Request:
     headers = {str(k).lower(): str(v) for k, v in (event.get("headers") or {}).items() if v is not None}
     raw = event.get("body") or ""
@@ -93,4 +123,6 @@ def request_from_event(event: dict[str, Any]) -> Request:
         request_id=str(ctx.get("requestId") or ""),
         source_ip=str(identity.get("sourceIp") or ""),
         raw_path=str(ctx.get("path") or event.get("path") or "/"),
+        multi_query=_multi(event, "multiValueQueryStringParameters", lower=False),
+        multi_headers=_multi(event, "multiValueHeaders", lower=True),
     )

@@ -2,7 +2,10 @@
 
 - TDES: the leftmost 3 bytes of TDES-ECB(key, 8 zero bytes) (ANSI X9.24-1 A.3 convention).
 - AES: the leftmost 3 bytes of AES-CMAC(key, 16 zero bytes) (ANSI X9.24-3-2017 / X9.143 convention, as AWS
-  Payment Cryptography reports with its CMAC algorithm).
+  Payment Cryptography reports with its CMAC algorithm; X9.24-1:2017 A.3: AES check values use CMAC only).
+
+Both are checked against published values (payShield 10k, TR-31/X9.143 examples, the ANSI test BDK's 08D7B4)
+in tests/unit/test_kcv.py; tests/vectors/bdk_components.json records the sources.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """Devices and their base derivation keys (BDKs).
 
-A BDK is imported once (clear hex in cert only; in prod an AWS Payment Cryptography key ARN, so the clear key
-never exists outside the HSM) and stored KMS-wrapped with its key check value. A device is registered to one
+A BDK is imported once (clear hex, or two or three clear key components each with its key check value as a key
+ceremony delivers them, in cert only; in prod an AWS Payment Cryptography key ARN, so the clear key never exists
+outside the HSM) and stored KMS-wrapped with its key check value. A device is registered to one
 partner under ``serial`` + ``clientId``: serials must be unique per partner when no client id is used.
 """
 
@@ -27,6 +28,7 @@ __all__ = ["Device", "Bdk", "import_bdk", "get_bdk", "load_bdk", "bdk_key_materi
 SCHEMES = {"tdes": 16, "aes128": 16, "aes256": 32}
 _HEX = re.compile(r"[0-9A-Fa-f]+")
 _SERIAL = re.compile(r"[A-Za-z0-9._:\-]{1,64}")
+_KCV = re.compile(r"[0-9A-Fa-f]{6}")
 _HSM_ARN = re.compile(r"arn:aws[a-z-]*:payment-cryptography:[a-z0-9-]+:\d{12}:key/[A-Za-z0-9]+")
 _device_cache: ContainerCache[Device] = ContainerCache("record_cache_seconds", 4096)
 _bdk_cache: ContainerCache[Bdk] = ContainerCache("record_cache_seconds", 1024)
@@ -63,15 +65,63 @@ class Device:
                 "status": self.status}
 
 
+def _kcv(scheme: str, key: bytes) -> str:
+    return kcv_tdes(key) if scheme == "tdes" else kcv_aes(key)
+
+
+def _clear_key_from_components(scheme: str, components: Any) -> bytes:
+    """The key the components XOR into, each component checked against its own KCV first.
+
+    Refusals name the component by its index and never echo a component or a computed check value.
+    """
+    size = SCHEMES[scheme]
+    if not isinstance(components, list) or not 2 <= len(components) <= 3:
+        raise ValidationError("components must be a list of 2 or 3 key components.")
+    parts: list[bytes] = []
+    kcvs: list[str] = []
+    for index, item in enumerate(components):
+        name = f"components[{index}]"
+        if not isinstance(item, dict):
+            raise ValidationError(f"{name} must be an object with component (hex) and kcv (6 hex characters).")
+        hex_value, kcv = item.get("component"), item.get("kcv")
+        # Spaces are allowed: ceremony forms print components and check values in groups of four.
+        hex_value = hex_value.replace(" ", "") if isinstance(hex_value, str) else None
+        if hex_value is None or not _HEX.fullmatch(hex_value) or len(hex_value) % 2:
+            raise ValidationError(f"{name}.component must be hex.")
+        kcv = kcv.replace(" ", "") if isinstance(kcv, str) else None
+        if kcv is None or not _KCV.fullmatch(kcv):
+            raise ValidationError(f"{name}.kcv (6 hex characters, the component's key check value) is required.")
+        parts.append(bytes.fromhex(hex_value))
+        kcvs.append(kcv.upper())
+    if len({len(p) for p in parts}) != 1:
+        raise ValidationError("components must all have the same length.")
+    if len(parts[0]) != size:
+        raise ValidationError(f"each component must be {2 * size} hex characters for scheme {scheme}.")
+    if len(set(parts)) != len(parts):
+        raise ValidationError("components must be different from each other (a component is repeated).")
+    for index, (part, kcv) in enumerate(zip(parts, kcvs, strict=True)):
+        if _kcv(scheme, part) != kcv:
+            raise ValidationError(f"components[{index}].kcv does not match components[{index}].component.")
+    key = bytes(size)
+    for part in parts:
+        key = bytes(a ^ b for a, b in zip(key, part, strict=True))
+    if not any(key):
+        raise ValidationError("components combine into an all-zero key.")
+    return key
+
+
 def import_bdk(body: dict[str, Any]) -> dict[str, Any]:
     scheme = body.get("scheme")
-    if scheme not in SCHEMES:
+    if not isinstance(scheme, str) or scheme not in SCHEMES:
         raise ValidationError("scheme must be one of tdes, aes128, aes256.")
     bdk_id = body.get("bdkId") or "bdk-" + secrets.token_hex(6)
     if not isinstance(bdk_id, str) or not re.fullmatch(r"[A-Za-z0-9_\-]{3,64}", bdk_id):
         raise ValidationError("bdkId must be 3 to 64 letters, digits, '-' or '_'.")
     item: dict[str, Any] = {"pk": f"BDK#{bdk_id}", "sk": "KEY", "type": "bdk", "bdkId": bdk_id, "scheme": scheme,
                             "createdAt": int(clock.now())}
+    given = [name for name in ("bdk", "components", "hsmKeyArn") if body.get(name) is not None]
+    if len(given) > 1:
+        raise ValidationError("Give one of bdk, components or hsmKeyArn.")
     if body.get("hsmKeyArn") is not None:
         arn = body["hsmKeyArn"]
         if not isinstance(arn, str) or not _HSM_ARN.fullmatch(arn):
@@ -82,12 +132,22 @@ def import_bdk(body: dict[str, Any]) -> dict[str, Any]:
         item.update(hsmKeyArn=arn, kcv=kcv.upper())
     else:
         if not settings().is_cert:
-            raise ValidationError("Clear BDKs are accepted in the certification environment only; use hsmKeyArn.")
-        clear = body.get("bdk")
-        if not isinstance(clear, str) or not _HEX.fullmatch(clear) or len(clear) != 2 * SCHEMES[scheme]:
-            raise ValidationError(f"bdk must be {2 * SCHEMES[scheme]} hex characters for scheme {scheme}.")
-        key = bytes.fromhex(clear)
-        item["kcv"] = kcv_tdes(key) if scheme == "tdes" else kcv_aes(key)
+            raise ValidationError("Clear BDKs (bdk or components) are accepted in the certification environment "
+                                  "only; use hsmKeyArn.")
+        expected = body.get("kcv")
+        if expected is not None and (not isinstance(expected, str) or not _KCV.fullmatch(expected)):
+            raise ValidationError("kcv must be 6 hex characters.")
+        if body.get("components") is not None:
+            key = _clear_key_from_components(scheme, body["components"])
+        else:
+            clear = body.get("bdk")
+            if not isinstance(clear, str) or not _HEX.fullmatch(clear) or len(clear) != 2 * SCHEMES[scheme]:
+                raise ValidationError(f"bdk (or components) must be {2 * SCHEMES[scheme]} hex characters for "
+                                      f"scheme {scheme}.")
+            key = bytes.fromhex(clear)
+        item["kcv"] = _kcv(scheme, key)
+        if expected is not None and expected.upper() != item["kcv"]:
+            raise ValidationError("kcv does not match the key's check value.")
         item["wrapped"] = wrap_secret(key, {"purpose": "bdk", "bdkId": bdk_id})
         del key
     try:

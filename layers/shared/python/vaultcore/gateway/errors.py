@@ -67,6 +67,7 @@ class E:
     TOKEN_DATA_INCOMPLETE = 305
     ETOKEN_FAILED = 306
     AUTO_TOKENIZE_FAILED = 307
+    TOKEN_NOT_ISSUED = 308
     # 4xx: capture
     AUTH_NOT_FOUND = 401
     ALREADY_CAPTURED = 402
@@ -135,6 +136,8 @@ ERROR_MESSAGES: dict[int, str] = {
     E.TOKEN_DATA_INCOMPLETE: "The token data is incomplete for a card or ACH payment.",
     E.ETOKEN_FAILED: "The etoken could not be read: it is unknown, another partner's, or older than one hour.",
     E.AUTO_TOKENIZE_FAILED: "Auto-tokenization of the payment data failed; nothing was charged.",
+    E.TOKEN_NOT_ISSUED: "A token was not issued under this bfid (a wrong or mistyped token, another bfid's token, or "
+                        "a field not tokenized under the bfid); nothing was charged.",
     E.AUTH_NOT_FOUND: "No authorization with this token_id exists on this account.",
     E.ALREADY_CAPTURED: "The authorization has already been captured.",
     E.CAPTURE_AMOUNT: "The capture amount exceeds the authorized amount.",

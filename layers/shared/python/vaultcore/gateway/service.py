@@ -17,7 +17,8 @@ Token payment rules (spec, "POST {gateway_url}/api/qsapi/3.8"), where each is en
    ``_resolve_tokens`` detokenizes and maps ``vault_token_<x>`` to ``<x>``;
 2. ``bfid`` alone -> read step (``read_stored_tokens``, one hour from data capture) then detokenize; after the
    hour the read fails and so does the transaction (error 303);
-3. other token parameters -> no read step; the supplied tokens are all the token data;
+3. other token parameters -> no read step; the supplied tokens are all the token data; each must have been
+   issued under the bfid (the bfid's token tags, checked by the tokenization service before FF1 runs), else 308;
 4. a detokenized value wins over its plaintext twin (``_resolve_tokens`` merges plaintext first);
 5. ``reissue=1`` is recorded on the transaction and sent as ``reissue`` in the postback;
 6. the merchant may read and store tokens itself (reporting interface, postback) and send ``bfid`` + tokens:
@@ -216,7 +217,7 @@ def _token_error_code(exc: Exception) -> int:
 
 
 def _detokenize(partner_id: str, bfid: str, tokens: dict[str, str], failure: int) -> dict[str, str]:
-    from vaultcore.tokens.errors import BFID_INVALID, TokenServiceError
+    from vaultcore.tokens.errors import BFID_INVALID, TOKEN_NOT_ISSUED, TokenServiceError
 
     try:
         return _token_service().detokenize_values(partner_id, bfid, tokens)
@@ -224,6 +225,9 @@ def _detokenize(partner_id: str, bfid: str, tokens: dict[str, str], failure: int
         code = _token_error_code(exc)
         if code == BFID_INVALID and failure != E.ETOKEN_FAILED:
             raise GatewayError(E.BFID_INVALID) from exc
+        if code == TOKEN_NOT_ISSUED and failure != E.ETOKEN_FAILED:
+            # A token the bfid does not vouch for: refused before FF1 runs, never a wrong card number (issue 11).
+            raise GatewayError(E.TOKEN_NOT_ISSUED) from exc
         raise GatewayError(failure, f"{ERROR_MESSAGES[failure]} (tokenization code {code})") from exc
 
 

@@ -19,7 +19,9 @@ when it is created or updated, never first at request time:
 The original's additions are accepted (public-facts.md): mask pattern ``allAsRedacted``,
 ``logSettings.handledErrorMasks`` (masks applied, on top of ``responseMasks``, to the logged response when the
 target answers 4xx/5xx) and the member ``model`` with the value ``sync``. ``transformationSource`` ``variable`` and
-the ``hmac-vpc`` authorization are named in the refusal message as not supported.
+the ``hmac-vpc`` authorization are named in the refusal message as not supported. This platform adds one
+optional member, ``required`` (boolean) on a substitution: a request in which that substitution matches nothing
+is refused with 8115 instead of being forwarded with the value left as sent.
 
 Secrets (``password``, ``secret``) are stored KMS-wrapped (envelope encryption, DESIGN.md §4) and never
 returned: the public view shows ``[REDACTED]``.
@@ -105,6 +107,7 @@ class SubstitutionSpec:
     data_type: str | None = None  # parser
     default: str | None = None  # parser
     format: str | None = None  # parser
+    required: bool = False  # a request where it matches nothing is refused (8115), not forwarded
 
 
 @dataclass(frozen=True)
@@ -140,6 +143,10 @@ class ProxyConfig:
     partner_id: str = ""
     reference: str = ""
     version: int = 0
+
+    @property
+    def has_required(self) -> bool:
+        return any(s.required for a in self.actions for s in a.substitutions)
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
@@ -258,13 +265,23 @@ def _authorization(value: Any, where: str, stored: bool) -> AuthSpec:
     return AuthSpec(type_, where, username=username, secret=secret, wrapped=wrapped)
 
 
+def _required(obj: dict[str, Any], where: str) -> bool:
+    """``required`` (this platform's addition): a boolean; true refuses a request where the place is absent."""
+    if "required" not in obj:
+        return False
+    if not isinstance(obj["required"], bool):
+        raise _fail(f"{where}.required must be true or false.")
+    return obj["required"]
+
+
 def _substitution(value: Any, where: str, action_type: str) -> SubstitutionSpec:
     obj = _object(value, where)
     if action_type == "tokenization":
-        _members(obj, where, _PLACE + ("fieldName",))
+        _members(obj, where, _PLACE + ("fieldName",), ("required",))
         cpath = _place(obj, where)
-        return SubstitutionSpec(cpath, field_name=_string(obj["fieldName"], f"{where}.fieldName", 64))
-    _members(obj, where, _PLACE + ("dataType", "format"), ("default",))
+        return SubstitutionSpec(cpath, field_name=_string(obj["fieldName"], f"{where}.fieldName", 64),
+                                required=_required(obj, where))
+    _members(obj, where, _PLACE + ("dataType", "format"), ("default", "required"))
     cpath = _place(obj, where)
     data_type = _enum(obj["dataType"], f"{where}.dataType", DATA_TYPES)
     fmt = _enum(obj["format"], f"{where}.format", TRACK_FORMATS)
@@ -281,7 +298,7 @@ def _substitution(value: Any, where: str, action_type: str) -> SubstitutionSpec:
             raise _fail(f"{where}.default must be digits for dataType 'number'.")
     if data_type == "boolean" and default is not None and default.lower() not in BOOLEAN_TEXT:
         raise _fail(f"{where}.default must be one of {', '.join(BOOLEAN_TEXT)} for dataType 'boolean'.")
-    return SubstitutionSpec(cpath, data_type=data_type, default=default, format=fmt)
+    return SubstitutionSpec(cpath, data_type=data_type, default=default, format=fmt, required=_required(obj, where))
 
 
 def _action(value: Any, index: int, stored: bool) -> ActionSpec:
@@ -365,7 +382,7 @@ def _all_auth(config: ProxyConfig) -> list[tuple[AuthSpec, bool]]:
 
 def credentials_match(auth: AuthSpec, partner: Partner, secret: bytes) -> bool:
     """Constant-time check of a basic/hmac authorization against the partner's live credentials."""
-    from vaultcore.partners.service import hmac_keys_of, partner_key_matches
+    from vaultcore.partners.service import hmac_keys_of, issued_hmac_key, partner_key_matches
 
     ok = hmac.compare_digest((auth.username or "").encode("utf-8"), partner.partner_id.encode("utf-8"))
     if auth.type == "basic":
@@ -376,8 +393,24 @@ def credentials_match(auth: AuthSpec, partner: Partner, secret: bytes) -> bool:
         return partner_key_matches(partner, password) & ok
     matched = False
     for key in hmac_keys_of(partner):
+        # The spec's form (the Base64-decoded hmacKey) or, as integrators also paste it, the hmacKey as issued.
         matched |= hmac.compare_digest(secret, key)  # no early exit: the time does not depend on the position
+        matched |= hmac.compare_digest(secret, issued_hmac_key(key).encode("ascii"))
     return matched & ok
+
+
+def hmac_signing_key(secret: bytes) -> bytes:
+    """The key the proxy signs the target request with: the partner's hmacKey as issued.
+
+    ``secret`` holds the Base64-decoded key (spec) or the issued key itself; either way the forwarded request is
+    signed exactly as the partner signs an API call, so a target that verifies the spec's scheme with the
+    partner's issued key (this platform's own secure API among them) accepts it.
+    """
+    from vaultcore.partners.service import issued_hmac_key
+
+    if len(secret) == 64 and all(c in b"0123456789abcdef" for c in secret):
+        return issued_hmac_key(secret).encode("ascii")
+    return secret
 
 
 def check_credentials(config: ProxyConfig, partner: Partner) -> None:
@@ -392,7 +425,7 @@ def check_credentials(config: ProxyConfig, partner: Partner) -> None:
         if not credentials_match(auth, partner, auth.secret):
             what = "password" if auth.type == "basic" else "secret"
             raise _fail(f"{auth.where}: username and {what} must be the partner's id and its "
-                        f"{'partner key' if auth.type == 'basic' else 'Base64-decoded HMAC key'}.",
+                        f"{'partner key' if auth.type == 'basic' else 'Base64-decoded hmacKey'}.",
                         E.CONFIG_CREDENTIALS_MISMATCH)
 
 

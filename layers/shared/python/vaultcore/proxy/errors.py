@@ -35,6 +35,8 @@ __all__ = [
     "TARGET_TIMEOUT",
     "TARGET_RESPONSE_TOO_LARGE",
     "FORWARD_INVALID",
+    "REQUIRED_UNMATCHED",
+    "TOKEN_NOT_ISSUED",
     "CONFIG_INVALID",
     "CONFIG_PATH_INVALID",
     "CONFIG_REGEX_UNSAFE",
@@ -63,6 +65,8 @@ TARGET_UNREACHABLE = 8111
 TARGET_TIMEOUT = 8112
 TARGET_RESPONSE_TOO_LARGE = 8113
 FORWARD_INVALID = 8114
+REQUIRED_UNMATCHED = 8115
+TOKEN_NOT_ISSUED = 8116
 
 CONFIG_INVALID = 8200
 CONFIG_PATH_INVALID = 8201
@@ -100,6 +104,11 @@ PROXY_CODES: dict[int, tuple[int, str]] = {
     TARGET_TIMEOUT: (400, "The target did not answer within the time budget (25 s in all)."),
     TARGET_RESPONSE_TOO_LARGE: (400, "The target's response exceeds 4 MiB."),
     FORWARD_INVALID: (400, "The request to forward is invalid (a header value with CR/LF or non-Latin-1 text)."),
+    REQUIRED_UNMATCHED: (400, "A substitution marked required matched nothing in the request (the message names it "
+                              "as actions[i].substitutions[j]); nothing was forwarded."),
+    TOKEN_NOT_ISSUED: (400, "A token at a detokenize path was not issued under the vault-id (a wrong or mistyped "
+                            "token, another vault-id's token, or a field not tokenized under it; tokenization code "
+                            "3015); nothing was forwarded."),
 }
 
 #: code -> meaning of configuration errors (management API, HTTP 400).

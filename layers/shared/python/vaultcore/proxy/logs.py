@@ -211,11 +211,9 @@ def masked_view(message: Message, *, masks: Iterable[MaskSpec], clear_paths: Ite
         _log.info("proxy log body omitted", extra={"reason": type(exc).__name__})
     headers: dict[str, str] = {}
     redact = {h.lower() for h in redact_headers} | _AUTH_HEADERS
-    for name, value in message.headers.items():
-        if name in redact or name in _SECRET_HEADERS:
-            headers[name] = REDACTED
-        else:
-            headers[name] = _final(value, scrub)
+    for name, value in message.headers.items():  # a repeated header: its values joined by ", " (RFC 9110 5.3)
+        shown = REDACTED if name in redact or name in _SECRET_HEADERS else _final(value, scrub)
+        headers[name] = f"{headers[name]}, {shown}" if name in headers else shown
     view["headers"] = headers
     if url is not None:
         # The target URL without the query, then the (masked) query: "*" and "[]" stay readable.

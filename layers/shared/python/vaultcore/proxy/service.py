@@ -13,7 +13,11 @@ Flow (interface.md "the proxy endpoint"; README "Proxy"):
    in order: ``tokenize`` (a new bfid, returned in the ``vault-id`` response header), ``detokenize`` (with the
    request's ``vault-id``), ``parser`` (the ``dev-device-serial``/``dev-device-type``/``dev-payload``
    [/``dev-ksn``/``dev-client-id``] headers decrypted once, each substitution writing its ``format`` as its
-   ``dataType``, or its ``default``). A configured path absent from the payload is skipped;
+   ``dataType``, or its ``default``). A configured path absent from the payload is skipped and reported (the
+   ``vault-unmatched`` response header and the log's ``unmatched``: ``<action>.<substitution>`` indices); a
+   ``required`` substitution that matches nothing refuses the request (8115) before any action runs. Repeated
+   query keys and headers are kept, in order (API Gateway's ``multiValue*`` members); with an empty body, body
+   jsonpath/regex substitutions address URL-form data carried in the query string;
 5. forward to ``target`` with ``proxy.method`` through :class:`vaultcore.net.http.SafeHttpClient` (egress
    policy with DNS check and pinned address, no redirects, 25 s in all, 1 MiB out, 4 MiB in), authenticated
    per ``proxy.authorization``, and answer the target's status, body and safe headers (a 3xx is answered, never
@@ -60,6 +64,7 @@ from vaultcore.proxy.config import (
 from vaultcore.proxy.transform import (
     Body,
     CompiledPath,
+    Headers,
     Message,
     Slot,
     Splicer,
@@ -70,6 +75,7 @@ from vaultcore.proxy.transform import (
 
 __all__ = [
     "VAULT_ID_HEADER",
+    "UNMATCHED_HEADER",
     "load_config",
     "invalidate",
     "reset_caches",
@@ -79,6 +85,9 @@ __all__ = [
 ]
 
 VAULT_ID_HEADER = "vault-id"
+#: Response header naming the substitutions that matched nothing: ``<action index>.<substitution index>``, comma
+#: separated (README "Proxy"). Absent when every substitution matched.
+UNMATCHED_HEADER = "vault-unmatched"
 _PATH = re.compile(r"/api/v1/partners/(?P<partnerID>[^/]+)/configurations/(?P<configReferenceID>[^/]+)/?$")
 _REFERENCE = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
 _MAX_VAULT_ID = 1024
@@ -235,9 +244,16 @@ def _convert(raw: str | None, sub: SubstitutionSpec) -> Any:
 
 
 def _wrap_token_error(exc: VaultError) -> E.ProxyError:
-    code = E.VAULT_ID_INVALID if exc.code == 3010 else E.TOKENIZATION_FAILED
-    prefix = "The vault-id header is not valid" if code == E.VAULT_ID_INVALID else "Tokenization failed"
+    code = {3010: E.VAULT_ID_INVALID, 3015: E.TOKEN_NOT_ISSUED}.get(exc.code, E.TOKENIZATION_FAILED)
+    prefix = {E.VAULT_ID_INVALID: "The vault-id header is not valid",
+              E.TOKEN_NOT_ISSUED: "A token was not issued under the vault-id"}.get(code, "Tokenization failed")
     return E.ProxyError(f"{prefix}: {exc.message.rstrip('.')} (code {exc.code}).", code=code)
+
+
+def _required_error(missing: list[tuple[int, int]]) -> E.ProxyError:
+    names = ", ".join(f"actions[{a}].substitutions[{n}]" for a, n in missing)
+    return E.ProxyError(f"A required substitution matched nothing in the request: {names}. The request was not "
+                        f"forwarded.", code=E.REQUIRED_UNMATCHED)
 
 
 def _upstream_error(exc: BaseException) -> bool:
@@ -261,16 +277,36 @@ class ActionRunner:
     sensitive: list[str] = field(default_factory=list)
     vault_id_out: str | None = None
     outcomes: list[dict[str, Any]] = field(default_factory=list)
+    #: Substitutions that matched nothing, as "<action index>.<substitution index>" (vault-unmatched header, log).
+    unmatched: list[str] = field(default_factory=list)
     _card: Any = None
 
     def run(self, message: Message) -> None:
+        try:
+            self._run(message)
+        finally:
+            message.settle()  # a query-string form view goes back into the query, also after a failure
+
+    def _run(self, message: Message) -> None:
+        if self.config.has_required:
+            self._check_required(message)
         for action in self.config.actions:
             located, splicer = self._locate(action, message)
             outcome: dict[str, Any] = {
                 "action": action.index, "type": action.label,
-                "substitutions": [{**sub.path.describe(), "matches": len(slots)} for sub, slots in located],
+                "substitutions": [{**sub.path.describe(), "matches": len(slots), **({"required": True}
+                                                                                   if sub.required else {})}
+                                  for sub, slots in located],
             }
             self.outcomes.append(outcome)
+            missing: list[tuple[int, int]] = []
+            for n, (sub, slots) in enumerate(located):
+                if not slots:
+                    self.unmatched.append(f"{action.index}.{n}")
+                    if sub.required:
+                        missing.append((action.index, n))
+            if missing:  # an earlier action changed the message so that a required place is gone
+                raise _required_error(missing)
             count = sum(len(slots) for _sub, slots in located)
             if action.type == "parser":
                 outcome["result"] = self._parser(action, located, count)
@@ -278,12 +314,30 @@ class ActionRunner:
                 outcome["result"] = self._tokenization(action, located)
             if splicer is not None:
                 splicer.commit()
+            message.settle()
+
+    def _check_required(self, message: Message) -> None:
+        """Refuse with 8115, before any action runs (no bfid issued, nothing decrypted, nothing forwarded), when
+        a ``required`` substitution matches nothing in the request as received."""
+        unmatched: list[str] = []
+        missing: list[tuple[int, int]] = []
+        for action in self.config.actions:
+            located, _splicer = self._locate(action, message)  # locating writes nothing; the splicer is dropped
+            for n, (sub, slots) in enumerate(located):
+                if not slots:
+                    unmatched.append(f"{action.index}.{n}")
+                    if sub.required:
+                        missing.append((action.index, n))
+        message.settle()  # drop a query-string view built while locating (nothing was written)
+        if missing:
+            self.unmatched = unmatched
+            raise _required_error(missing)
 
     @staticmethod
     def _locate(action: ActionSpec, message: Message) -> tuple[list[tuple[SubstitutionSpec, list[Slot]]],
                                                                 Splicer | None]:
         splicer = None
-        if message.body.kind != "none" and any(s.path.type == "regex" for s in action.substitutions):
+        if message.addressed_body().kind != "none" and any(s.path.type == "regex" for s in action.substitutions):
             splicer = new_splicer(message)
         return [(sub, locate(message, sub.path, strict=True, splicer=splicer)) for sub in action.substitutions], splicer
 
@@ -395,8 +449,10 @@ def _forward_headers(request_headers: dict[str, str], message: Message) -> list[
 
 
 def _incoming_message(request: Request) -> Message:
-    headers = dict(request.headers)
-    query = list(request.query.items())
+    """Every header and query value as received, repeated names included, in order (per name: API Gateway's
+    ``multiValue*`` members do not carry the interleaving of different names)."""
+    headers = Headers(request.header_pairs())
+    query = request.query_pairs()
     return Message(headers=headers, query=query, body=Body(request.body, body_kind(request.header("content-type"),
                                                                                      request.body)))
 
@@ -417,10 +473,12 @@ def _target_auth(config: ProxyConfig, request: Request, message: Message, body: 
         token = base64.b64encode(f"{auth.username}:".encode() + secret).decode("ascii")
         return [("Authorization", f"Basic {token}")], {"authorization"}
     from vaultcore.auth.hmac_scheme import build_hmac_header
+    from vaultcore.proxy.config import hmac_signing_key
 
     assert config.parsed_target is not None
     path = config.parsed_target.request_target.split("?", 1)[0]
-    return [("Authorization", build_hmac_header(auth.username or "", secret, path, body))], {"authorization"}
+    return ([("Authorization", build_hmac_header(auth.username or "", hmac_signing_key(secret), path, body))],
+            {"authorization"})
 
 
 def _target_url(config: ProxyConfig, query: list[tuple[str, str]]) -> str:
@@ -570,6 +628,8 @@ class _Exchange:
                 out_headers[canonical] = value
         if self.runner.vault_id_out:
             out_headers[VAULT_ID_HEADER] = self.runner.vault_id_out
+        if self.runner.unmatched:
+            out_headers[UNMATCHED_HEADER] = ", ".join(self.runner.unmatched)
         return TargetResponse(target.status, target.body, out_headers)
 
     def _record(self, status: int, error: dict[str, Any] | None) -> None:
@@ -584,6 +644,8 @@ class _Exchange:
             }
             if self.runner.vault_id_out:
                 entry["vaultIdIssued"] = True
+            if self.runner.unmatched:
+                entry["unmatched"] = list(self.runner.unmatched)
             if error:
                 entry["error"] = error
             try:
@@ -591,7 +653,7 @@ class _Exchange:
                 clear_paths: list[CompiledPath] = [
                     s.path for a in config.actions if a.writes_clear_data or error for s in a.substitutions]
                 if self.message is not None:
-                    headers = {k: v for k, v in _forward_headers(self.request.headers, self.message)}
+                    headers = Headers(_forward_headers(self.request.headers, self.message))
                     redact = set(self.redact)
                     if config.authorization.type == "passthrough":
                         redact.add((config.authorization.header_name or "authorization").lower())
@@ -604,15 +666,12 @@ class _Exchange:
                         method=config.method.upper())
                 target = self.target_response
                 if target is not None:
-                    headers = {}
-                    for name, value in target.headers:
-                        key = name.lower()
-                        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+                    received = Headers(target.headers)  # every field as received, repeated names included
                     masks = list(config.response_masks)
                     if target.status >= 400:
                         masks.extend(config.error_masks)
-                    response_message = Message(headers=headers, query=[],
-                                               body=Body(target.body, body_kind(headers.get("content-type"),
+                    response_message = Message(headers=received, query=[],
+                                               body=Body(target.body, body_kind(received.get("content-type"),
                                                                                 target.body)))
                     entry["response"] = proxy_logs.masked_view(response_message, masks=masks, clear_paths=(),
                                                                scrub=scrub, status=target.status)
@@ -662,7 +721,8 @@ def _sample_message(sample: dict[str, Any]) -> tuple[Message, dict[str, str]]:
     else:
         body = json.dumps(body_raw).encode("utf-8")
         headers.setdefault("content-type", "application/json")
-    return Message(headers=headers, query=query, body=Body(body, body_kind(headers.get("content-type"), body))), headers
+    return (Message(headers=Headers(headers), query=query, body=Body(body, body_kind(headers.get("content-type"), body))),
+            headers)
 
 
 def dry_run(partner_id: str, reference: str, sample: dict[str, Any]) -> dict[str, Any]:
@@ -693,11 +753,12 @@ def dry_run(partner_id: str, reference: str, sample: dict[str, Any]) -> dict[str
     except E.ProxyError as exc:
         error = {"code": exc.code, "message": exc.message}
     result["actions"] = runner.outcomes
+    result["unmatched"] = runner.unmatched
     if error:
         result["error"] = error
     scrub = proxy_logs.Scrubber(runner.sensitive)
     clear_paths = [s.path for a in config.actions for s in a.substitutions if a.writes_clear_data or error]
-    log_headers = {k: v for k, v in _forward_headers(headers, message)}
+    log_headers = Headers(_forward_headers(headers, message))
     redact = {"authorization"}
     if config.authorization.type == "passthrough" and config.authorization.header_name:
         redact.add(config.authorization.header_name.lower())

@@ -16,9 +16,17 @@ A configured place is a :class:`CompiledPath` (``transformationSource`` + ``tran
   time budget on every call). The value is the named group ``value`` if the pattern has one, else group 1 if
   it has groups, else the whole match. Replacements are escaped for the body's format (JSON string, XML text,
   form encoding) so a substituted value cannot break out of its place.
-* ``header`` / ``query`` + ``key``: a header (case-insensitive) or query parameter name.
+* ``header`` / ``query`` + ``key``: a header (case-insensitive) or query parameter name. A header or query key
+  sent more than once is one value per occurrence: a substitution or a mask rewrites *every* occurrence, each
+  in place (the order of the values is kept).
 
-A path that matches nothing is *skipped*: substitutions and masks simply do not apply (documented). A match
+URL-form data carried in the query string (interface.md: "URL-form data may also be carried in the query
+string"): when the request has no body, ``body`` + ``jsonpath``/``regex`` address the query string as they would
+address a URL-form body (the flat-object view, or the form-encoded text); what they write goes back into the
+query parameters (:meth:`Message.addressed_body`, :meth:`Message.settle`). ``xpath`` never addresses it.
+
+A path that matches nothing is *skipped*: substitutions and masks simply do not apply (documented; the proxy
+reports the substitutions that matched nothing and refuses a request whose ``required`` one did). A match
 holding an object or an array is an error for a substitution (8106) and masked whole for a log mask.
 
 Nothing here logs, and no error message quotes a value (values are card data).
@@ -28,10 +36,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote_plus
+from urllib.parse import quote_plus, urlencode
 
 from vaultcore.net import payloads
 from vaultcore.net.safe_regex import BoundedPattern, RegexTimeout, UnsafeRegex, compile_bounded
@@ -45,6 +53,7 @@ __all__ = [
     "CompiledPath",
     "compile_path",
     "Body",
+    "Headers",
     "Message",
     "Slot",
     "locate",
@@ -386,13 +395,123 @@ class Body:
         return value
 
 
+class Headers:
+    """Header fields in order, names lower-cased; a name may repeat (one entry per occurrence, as received).
+
+    Reads as a mapping of one value per name (``get``/``[]`` give the last occurrence, like API Gateway's
+    single-value ``headers``); ``items()`` gives every occurrence; ``[name] = value`` replaces all occurrences
+    of ``name`` by one (at the first one's place) or appends it.
+    """
+
+    __slots__ = ("_pairs",)
+
+    def __init__(self, items: Mapping[str, str] | Iterable[tuple[str, str]] = ()) -> None:
+        pairs = items.items() if isinstance(items, Mapping) else items
+        self._pairs: list[tuple[str, str]] = [(str(k).lower(), str(v)) for k, v in pairs]
+
+    def items(self) -> list[tuple[str, str]]:
+        return list(self._pairs)
+
+    def indices(self, name: str) -> list[int]:
+        return [i for i, (k, _v) in enumerate(self._pairs) if k == name]
+
+    def value_at(self, index: int) -> str:
+        return self._pairs[index][1]
+
+    def set_at(self, index: int, value: str) -> None:
+        self._pairs[index] = (self._pairs[index][0], value)
+
+    def get_all(self, name: str) -> list[str]:
+        name = name.lower()
+        return [v for k, v in self._pairs if k == name]
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        values = self.get_all(name)
+        return values[-1] if values else default
+
+    def __getitem__(self, name: str) -> str:
+        value = self.get(name)
+        if value is None:
+            raise KeyError(name)
+        return value
+
+    def __setitem__(self, name: str, value: str) -> None:
+        name = name.lower()
+        at = self.indices(name)
+        if not at:
+            self._pairs.append((name, value))
+            return
+        self._pairs[at[0]] = (name, value)
+        for i in reversed(at[1:]):
+            del self._pairs[i]
+
+    def __contains__(self, name: object) -> bool:
+        return isinstance(name, str) and any(k == name.lower() for k, _v in self._pairs)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys(k for k, _v in self._pairs))
+
+    def __len__(self) -> int:
+        return len(self._pairs)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Headers):
+            return self._pairs == other._pairs
+        if isinstance(other, Mapping):
+            return self._pairs == [(str(k).lower(), str(v)) for k, v in other.items()]
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"Headers({[k for k, _v in self._pairs]})"  # names only: values may be card data or secrets
+
+
 @dataclass
 class Message:
-    """A request to forward (or a response to log): lower-cased headers, ordered query pairs and a body."""
+    """A request to forward (or a response to log): headers (every occurrence), ordered query pairs and a body.
 
-    headers: dict[str, str]
+    ``query_form``: when the body is empty, ``body`` substitutions and masks (jsonpath, regex) address the query
+    string as URL-form data (:meth:`addressed_body`); :meth:`settle` writes what they changed back into
+    ``query``.
+    """
+
+    headers: Headers
     query: list[tuple[str, str]]
     body: Body
+    query_form: bool = True
+    _query_body: Body | None = field(default=None, repr=False, compare=False)
+    _query_snapshot: list[tuple[str, str]] = field(default_factory=list, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.headers, Headers):
+            self.headers = Headers(self.headers)
+
+    def addressed_body(self) -> Body:
+        """The body ``body`` paths address: the body itself, or, when it is empty and the query string is not,
+        the query string seen as a URL-form body (built on first use, kept until :meth:`settle`)."""
+        if self.body.kind != "none" or not self.query_form or not self.query:
+            return self.body
+        if self._query_body is None:
+            self._query_snapshot = list(self.query)
+            self._query_body = Body(urlencode(self.query).encode("ascii"), "form", max_bytes=self.body.max_bytes)
+        return self._query_body
+
+    def settle(self) -> None:
+        """Write what the query-string form view changed back into ``query``, and drop the view (it is rebuilt
+        from the pairs when next needed).
+
+        Only the pairs the view changed are written: ``query``/``key`` slots of the same action wrote the other
+        pairs in place meanwhile. A regex that changed the number of fields replaces the whole query.
+        """
+        view, self._query_body = self._query_body, None
+        if view is None or not view.modified:
+            return
+        before, after = self._query_snapshot, view.tree().pairs()
+        if len(after) != len(before) or len(self.query) != len(before):
+            self.query[:] = after
+            return
+        for index, (old, new) in enumerate(zip(before, after, strict=True)):
+            if new != old:
+                self.query[index] = new
 
 
 # ---------------------------------------------------------------------------------------------------- slots
@@ -445,15 +564,17 @@ class _XmlSlot(Slot):
 
 
 class _HeaderSlot(Slot):
-    __slots__ = ("headers", "name", "value")
+    """One occurrence of a header (a repeated header has one slot per occurrence)."""
 
-    def __init__(self, headers: dict[str, str], name: str) -> None:
-        self.headers, self.name = headers, name
-        self.value = headers[name]
+    __slots__ = ("headers", "index", "value")
+
+    def __init__(self, headers: Headers, index: int) -> None:
+        self.headers, self.index = headers, index
+        self.value = headers.value_at(index)
 
     def set(self, value: Any) -> None:
         self.value = _scalar_text(value)
-        self.headers[self.name] = self.value
+        self.headers.set_at(self.index, self.value)
 
 
 class _QuerySlot(Slot):
@@ -543,21 +664,22 @@ def locate(message: Message, cpath: CompiledPath, *, strict: bool = True,
     """Every value at ``cpath`` in ``message`` (empty when the path is absent: the caller skips it).
 
     ``strict`` (substitutions) raises 8107 when a jsonpath/xpath meets a body of another kind; masks pass
-    ``strict=False`` and simply find nothing there. Regex slots of one action share ``splicer``.
+    ``strict=False`` and simply find nothing there. Regex slots of one action share ``splicer``. A repeated
+    header or query key gives one slot per occurrence. With an empty body, jsonpath and regex address the query
+    string as URL-form data (:meth:`Message.addressed_body`); xpath finds nothing there.
     """
     slots: list[Slot] = []
     if cpath.source == "header":
-        name = cpath.key or ""
-        if name in message.headers:
-            slots.append(_HeaderSlot(message.headers, name))
-        return slots
+        for index in message.headers.indices(cpath.key or ""):
+            slots.append(_HeaderSlot(message.headers, index))
+        return slots[:MAX_MATCHES] if not strict else _bounded(slots)
     if cpath.source == "query":
         for index, (name, _value) in enumerate(message.query):
             if name == cpath.key:
                 slots.append(_QuerySlot(message.query, index))
         return slots[:MAX_MATCHES] if not strict else _bounded(slots)
-    body = message.body
-    if body.kind == "none":
+    body = message.addressed_body()
+    if body.kind == "none" or (body is not message.body and cpath.type == "xpath"):
         return slots
     if cpath.type == "regex":
         if splicer is None:
@@ -610,7 +732,8 @@ def _finditer(pattern: BoundedPattern, text: str) -> Iterator[Any]:
 
 
 def new_splicer(message: Message) -> Splicer:
-    return Splicer(message.body, message.body.text())
+    body = message.addressed_body()
+    return Splicer(body, body.text())
 
 
 # ---------------------------------------------------------------------------------------------------- masking
@@ -619,10 +742,12 @@ def new_splicer(message: Message) -> Splicer:
 def mask_message(message: Message, masks: list[tuple[CompiledPath, Callable[[str], str]]]) -> None:
     """Apply log masks in order; each mask rewrites every value its path finds (objects/arrays whole)."""
     for cpath, masker in masks:
-        splicer = new_splicer(message) if (cpath.type == "regex" and message.body.kind != "none") else None
+        splicer = (new_splicer(message) if (cpath.type == "regex" and message.addressed_body().kind != "none")
+                   else None)
         for slot in locate(message, cpath, strict=False, splicer=splicer):
             value = slot.value
             text = json.dumps(value, separators=(",", ":")) if isinstance(value, dict | list) else slot.text
             slot.set(masker(text))
         if splicer is not None:
             splicer.commit()
+        message.settle()

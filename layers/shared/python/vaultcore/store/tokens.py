@@ -2,9 +2,11 @@
 Registry writes of the tokenization key ring that need more than :mod:`vaultcore.store.registry` offers
 (a two-item transaction for rotation, a REMOVE for retirement).
 
-Tokens item (key ``bfid``): ``partnerId``, ``templateRef``, ``templateVersion``, ``keyVersion``, ``createdAt``,
-``updatedAt``, ``expiresAt`` (the table's TTL attribute) and one attribute ``t#<field name>`` per token, so
-tokens added later under the same bfid merge into the item in the same single write. Never a clear value.
+Tokens item (key ``bfid``: the bfid's scope, :attr:`vaultcore.tokens.bfid.BfidInfo.scope`, which is the bfid
+itself for a version-1 bfid and its core, shared by every extension of it, for version 2): ``partnerId``,
+``templateRef``, ``templateVersion``, ``keyVersion``, ``createdAt``, ``updatedAt``, ``expiresAt`` (the table's TTL
+attribute) and one attribute ``t#<field name>`` per token, so tokens added later under the same bfid merge into
+the item in the same single write. Never a clear value.
 """
 
 from __future__ import annotations

@@ -1,26 +1,53 @@
 """bfid: the opaque, integrity-protected identifier of one tokenization.
 
-Binary layout (version 1), then URL-safe base64 without padding (RFC 4648 section 5)::
+Binary layout, then URL-safe base64 without padding (RFC 4648 section 5). Version 2 (every bfid issued now)::
 
-    "v1"              2 bytes  format version (a new layout gets a new version)
+    "v2"              2 bytes  format version (a new layout gets a new version)
     key_version       2 bytes  unsigned big-endian, 1..65535: which partner tokenization key (rotation)
     issued_at         5 bytes  unsigned big-endian unix seconds (start of the active windows and read window)
     nonce            16 bytes  random (128 bits): makes every bfid unique and unguessable
     len(partner_id)   1 byte,  partner_id   UTF-8
     len(template_ref) 1 byte,  template_ref UTF-8
+    token tags        5 bytes each, zero or more: field index (1 byte: the field's position in the bfid's template
+                      version) and token tag (4 bytes, below); sorted ascending, no duplicates (one spelling)
     tag              16 bytes  HMAC-SHA256(mac_key, all bytes above), first 16 bytes (128-bit tag)
 
-Fixed part: 43 bytes, so a bfid is at least 60 characters; the wire limit of 150 characters (the spec's token
-parameter table) leaves 69 bytes for partner id and template reference together; :func:`new_bfid` refuses more.
+Everything up to and including the template reference is the bfid's *core*; its base64 text is the bfid's
+:attr:`BfidInfo.scope`, the identity the FF1 tweaks (:func:`vaultcore.tokens.engine.field_tweak`), the token tags
+and the Tokens table item are bound to. The scope does not depend on the token tags, which breaks the cycle
+"tokens depend on the bfid, the bfid carries tags over the tokens": the core is drawn first (:func:`draft_bfid`),
+the values are tokenized under its scope, then the tags are computed and the bfid is sealed (:func:`seal_bfid`).
+
+Token tags (detokenization integrity)
+    ``HMAC-SHA256(tag_key, "vaultcore/tokens/token-tag/v2" || 0x00 || scope || 0x00 || field name || 0x00 ||
+    token)``, first 4 bytes (32 bits). ``tag_key`` is derived from the partner's tokenization key
+    (:func:`derive_tag_key`), so nobody without the key can make a tag; the scope binds the tag to the bfid's
+    other contents (key version, issue time, nonce, partner, template version). A token is detokenized under a
+    version-2 bfid only when the bfid holds a tag for its field that matches (:func:`token_issued`): a wrong,
+    mistyped or another bfid's token, or a token of a field never tokenized under the bfid, is refused before FF1
+    is inverted, so it never turns into a wrong clear value. A wrong token passes with probability 2**-32 per tag
+    the bfid holds for that field (one, except when a proxy request tokenizes several values of one field). The
+    check is pure CPU (one HMAC): no store lookup.
+
+    Size: 5 bytes (6.7 characters) per tokenized field. Partner id and template reference together take at most
+    69 bytes (a tagless bfid fits 150 characters, as version 1 did); the gateway's ``bfid`` parameter takes 30-150
+    characters, which holds ``(69 - ids) / 5`` tags: four for the built-in ``GATEWAY`` template and any partner id
+    (at most 40 characters), so gateway auto-tokenization (card number and expiry, or bank account and routing
+    number) always fits. A bfid of a tokenization of more fields may be longer than 150 characters (at most
+    :data:`BFID_TEXT_MAX_LENGTH`, 1,024, the original's limit) and then cannot be sent to the gateway.
+
+Version 1 (issued before token tags existed) has the same layout without token tags, and its scope is the bfid
+text itself (its tokens were made with tweaks over the whole bfid). It still verifies, and its tokens still
+detokenize, without a tag check: nothing can be added to a version-1 bfid without changing its text.
 
 Verification order (:func:`parse_bfid`): length and alphabet, canonical base64 (so no two strings decode to the
 same bytes), version, tag (``hmac.compare_digest``), then the fields. A forged, altered or truncated bfid, or one
 made for another partner (another MAC key), is refused before any table lookup or decryption. The only step
 allowed earlier is :func:`peek_bfid_unverified`, which reads partner id and key version to load the MAC key.
 
-Keys: the partner's versioned tokenization key is a master key; :func:`derive_subkeys` derives from it, with
-HKDF-SHA256 (RFC 5869) and distinct labels, the FF1 key (AES-256) and the bfid MAC key, so no key serves two
-algorithms.
+Keys: the partner's versioned tokenization key is a master key; :func:`derive_subkeys` and :func:`derive_tag_key`
+derive from it, with HKDF-SHA256 (RFC 5869) and distinct labels, the FF1 key (AES-256), the bfid MAC key and the
+token tag key, so no key serves two purposes.
 """
 
 from __future__ import annotations
@@ -31,31 +58,50 @@ import hashlib
 import hmac
 import secrets
 import time
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from itertools import pairwise
 
 __all__ = [
     "BfidError",
     "BfidInfo",
     "BFID_MIN_LENGTH",
     "BFID_MAX_LENGTH",
+    "BFID_TEXT_MAX_LENGTH",
+    "BFID_VERSION",
+    "TOKEN_TAG_BYTES",
     "new_bfid",
+    "draft_bfid",
+    "seal_bfid",
+    "token_tag",
+    "token_issued",
     "parse_bfid",
     "peek_bfid_unverified",
     "derive_subkeys",
+    "derive_tag_key",
     "hkdf_sha256",
 ]
 
 BFID_MIN_LENGTH = 30
+#: A bfid without token tags (and every version-1 bfid) fits this many characters; the gateway's bfid limit.
 BFID_MAX_LENGTH = 150
-_VERSION = b"v1"
+#: The longest bfid text accepted: a version-2 bfid grows by 5 bytes per token tag (the original's limit).
+BFID_TEXT_MAX_LENGTH = 1024
+BFID_VERSION = 2
+TOKEN_TAG_BYTES = 4
+_V1, _V2 = b"v1", b"v2"
 _NONCE = 16
 _TAG = 16
-_FIXED = len(_VERSION) + 2 + 5 + _NONCE + 1 + 1 + _TAG  # 43
+_ENTRY = 1 + TOKEN_TAG_BYTES
+_FIXED = len(_V1) + 2 + 5 + _NONCE + 1 + 1 + _TAG  # 43
 _MAX_IDS = (BFID_MAX_LENGTH * 6) // 8 - _FIXED  # 69 bytes of partner id + template ref
+_MAX_RAW = (BFID_TEXT_MAX_LENGTH * 6) // 8  # 768 bytes
 _B64URL = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 _HKDF_SALT = b"vaultcore/tokens/hkdf-salt/v1"
 _INFO_FF1 = b"vaultcore/tokens/ff1-aes-256/v1"
 _INFO_MAC = b"vaultcore/tokens/bfid-hmac-sha256/v1"
+_INFO_TAG = b"vaultcore/tokens/token-tag-hmac-sha256/v2"
+_TOKEN_TAG_LABEL = b"vaultcore/tokens/token-tag/v2"
 
 
 class BfidError(ValueError):
@@ -64,11 +110,17 @@ class BfidError(ValueError):
 
 @dataclass(frozen=True)
 class BfidInfo:
+    """The fields of a bfid. ``tags``: (field index, 4-byte token tag) pairs of a version-2 bfid; ``scope``: the
+    identity FF1 tweaks, token tags and the Tokens item are bound to (module docstring)."""
+
     partner_id: str
     key_version: int
     template_ref: str
     nonce: bytes
     issued_at: int
+    version: int = BFID_VERSION
+    tags: tuple[tuple[int, bytes], ...] = ()
+    scope: str = field(default="", compare=False)
 
 
 def hkdf_sha256(ikm: bytes, info: bytes, length: int = 32, salt: bytes = _HKDF_SALT) -> bytes:
@@ -84,21 +136,34 @@ def hkdf_sha256(ikm: bytes, info: bytes, length: int = 32, salt: bytes = _HKDF_S
     return okm[:length]
 
 
-def derive_subkeys(master: bytes) -> tuple[bytes, bytes]:
-    """(FF1 AES-256 key, bfid HMAC-SHA256 key) from one partner tokenization key of 32 bytes or more."""
+def _master(master: bytes) -> bytes:
     if not isinstance(master, bytes | bytearray) or len(master) < 32:
         raise ValueError("partner tokenization key must be at least 32 bytes")
-    master = bytes(master)
+    return bytes(master)
+
+
+def derive_subkeys(master: bytes) -> tuple[bytes, bytes]:
+    """(FF1 AES-256 key, bfid HMAC-SHA256 key) from one partner tokenization key of 32 bytes or more."""
+    master = _master(master)
     return hkdf_sha256(master, _INFO_FF1), hkdf_sha256(master, _INFO_MAC)
 
 
-def _check_mac_key(mac_key: bytes) -> None:
+def derive_tag_key(master: bytes) -> bytes:
+    """The token tag HMAC-SHA256 key (version-2 bfids) from one partner tokenization key of 32 bytes or more."""
+    return hkdf_sha256(_master(master), _INFO_TAG)
+
+
+def _check_mac_key(mac_key: bytes, what: str = "bfid MAC key") -> None:
     if not isinstance(mac_key, bytes | bytearray) or len(mac_key) < 16:
-        raise ValueError("bfid MAC key must be at least 16 bytes")
+        raise ValueError(f"{what} must be at least 16 bytes")
 
 
 def _tag(mac_key: bytes, payload: bytes) -> bytes:
     return hmac.new(bytes(mac_key), payload, hashlib.sha256).digest()[:_TAG]
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
 
 
 def _id_bytes(value: str, label: str) -> bytes:
@@ -110,18 +175,25 @@ def _id_bytes(value: str, label: str) -> bytes:
     return raw
 
 
-def new_bfid(
-    mac_key: bytes,
+def _core(version: bytes, info: BfidInfo) -> bytes:
+    partner, template = info.partner_id.encode(), info.template_ref.encode()
+    return b"".join((version, info.key_version.to_bytes(2, "big"), info.issued_at.to_bytes(5, "big"), info.nonce,
+                     bytes((len(partner),)), partner, bytes((len(template),)), template))
+
+
+def draft_bfid(
     key_version: int,
     template_ref: str,
     partner_id: str,
     *,
     issued_at: int | None = None,
     nonce: bytes | None = None,
-) -> str:
-    """A new bfid (module docstring layout). ``issued_at`` defaults to now; ``nonce`` to 16 random bytes
-    (both exist as parameters for tests: production callers leave them alone)."""
-    _check_mac_key(mac_key)
+) -> BfidInfo:
+    """A new version-2 bfid before it is sealed: its fields and :attr:`~BfidInfo.scope`, no token tags yet.
+
+    Tokenize under ``scope``, compute the tags (:func:`token_tag`), then :func:`seal_bfid` gives the text.
+    ``issued_at`` defaults to now; ``nonce`` to 16 random bytes (both exist as parameters for tests).
+    """
     if not isinstance(key_version, int) or isinstance(key_version, bool) or not 1 <= key_version <= 0xFFFF:
         raise BfidError("key version must be an integer from 1 to 65535")
     ts = int(time.time()) if issued_at is None else issued_at
@@ -136,29 +208,93 @@ def new_bfid(
             f"partner id and template reference take {len(partner) + len(template)} bytes together; "
             f"at most {_MAX_IDS} fit in a bfid of {BFID_MAX_LENGTH} characters"
         )
-    payload = b"".join(
-        (
-            _VERSION,
-            key_version.to_bytes(2, "big"),
-            ts.to_bytes(5, "big"),
-            nonce,
-            bytes((len(partner),)),
-            partner,
-            bytes((len(template),)),
-            template,
-        )
-    )
-    text = base64.urlsafe_b64encode(payload + _tag(mac_key, payload)).rstrip(b"=").decode()
-    assert BFID_MIN_LENGTH <= len(text) <= BFID_MAX_LENGTH  # guaranteed by the size checks above
+    info = BfidInfo(partner_id, key_version, template_ref, nonce, ts)
+    return replace(info, scope=_b64(_core(_V2, info)))
+
+
+def _entries(tags: Iterable[tuple[int, bytes]]) -> tuple[tuple[int, bytes], ...]:
+    out = set()
+    for index, tag in tags:
+        if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index <= 255:
+            raise BfidError("a token tag's field index must be an integer from 0 to 255")
+        if not isinstance(tag, bytes) or len(tag) != TOKEN_TAG_BYTES:
+            raise BfidError(f"a token tag must be {TOKEN_TAG_BYTES} bytes")
+        out.add((index, tag))
+    return tuple(sorted(out))
+
+
+def seal_bfid(mac_key: bytes, info: BfidInfo, tags: Iterable[tuple[int, bytes]] = ()) -> str:
+    """The text of version-2 ``info`` carrying its own tags and ``tags`` (merged, sorted, without duplicates).
+
+    Sealing a parsed bfid with tags it already holds gives the same text again; with new ones, an extended bfid
+    (same scope: the same tokens and Tokens item) that also vouches for the new tokens. :class:`BfidError` when
+    the text would exceed :data:`BFID_TEXT_MAX_LENGTH` characters (about 130 distinct tokens).
+    """
+    _check_mac_key(mac_key)
+    if info.version != BFID_VERSION:
+        raise BfidError("only a version-2 bfid can carry token tags")
+    entries = _entries((*info.tags, *tags))
+    payload = _core(_V2, info) + b"".join(bytes((i,)) + t for i, t in entries)
+    if len(payload) + _TAG > _MAX_RAW:
+        raise BfidError(f"too many token tags for one bfid of at most {BFID_TEXT_MAX_LENGTH} characters")
+    text = _b64(payload + _tag(mac_key, payload))
+    assert BFID_MIN_LENGTH <= len(text) <= BFID_TEXT_MAX_LENGTH  # guaranteed by the size checks above
     return text
+
+
+def new_bfid(
+    mac_key: bytes,
+    key_version: int,
+    template_ref: str,
+    partner_id: str,
+    *,
+    issued_at: int | None = None,
+    nonce: bytes | None = None,
+    version: int = BFID_VERSION,
+) -> str:
+    """A new bfid without token tags (module docstring layout). ``issued_at`` defaults to now; ``nonce`` to 16
+    random bytes. ``version=1`` writes the former layout: only tests of old bfids use it."""
+    _check_mac_key(mac_key)
+    info = draft_bfid(key_version, template_ref, partner_id, issued_at=issued_at, nonce=nonce)
+    if version == BFID_VERSION:
+        return seal_bfid(mac_key, info)
+    if version != 1:
+        raise BfidError("bfid version must be 1 or 2")
+    payload = _core(_V1, info)
+    text = _b64(payload + _tag(mac_key, payload))
+    assert BFID_MIN_LENGTH <= len(text) <= BFID_MAX_LENGTH  # guaranteed by the size checks of draft_bfid
+    return text
+
+
+def token_tag(tag_key: bytes, scope: str, field_name: str, token: str) -> bytes:
+    """The 4-byte tag of ``token`` in ``field_name`` under the bfid of ``scope`` (module docstring)."""
+    _check_mac_key(tag_key, "token tag key")
+    message = b"\x00".join((_TOKEN_TAG_LABEL, scope.encode(), field_name.encode(), token.encode()))
+    return hmac.new(bytes(tag_key), message, hashlib.sha256).digest()[:TOKEN_TAG_BYTES]
+
+
+def token_issued(tag_key: bytes, info: BfidInfo, field_index: int, field_name: str, token: str) -> bool:
+    """Whether the verified bfid ``info`` vouches for ``token`` in the field at ``field_index`` / ``field_name``.
+
+    Version 1 (no tags): always True (old bfids keep working without the check). Version 2: True only when one of
+    the bfid's tags for that field index equals the token's tag; a field without a tag is never issued.
+    """
+    if info.version < BFID_VERSION:
+        return True
+    expected = token_tag(tag_key, info.scope, field_name, token)
+    found = False
+    for index, tag in info.tags:
+        if index == field_index and hmac.compare_digest(expected, tag):
+            found = True
+    return found
 
 
 def _decode(bfid: object) -> bytes:
     """Length, alphabet and canonical-encoding checks; the raw bytes (payload || tag)."""
     if not isinstance(bfid, str):
         raise BfidError("bfid must be a string")
-    if not BFID_MIN_LENGTH <= len(bfid) <= BFID_MAX_LENGTH:
-        raise BfidError(f"bfid must be {BFID_MIN_LENGTH} to {BFID_MAX_LENGTH} characters")
+    if not BFID_MIN_LENGTH <= len(bfid) <= BFID_TEXT_MAX_LENGTH:
+        raise BfidError(f"bfid must be {BFID_MIN_LENGTH} to {BFID_TEXT_MAX_LENGTH} characters")
     raw_text = bfid.encode("ascii", "replace")
     if not _B64URL.issuperset(raw_text) or len(bfid) % 4 == 1:
         raise BfidError("bfid is not URL-safe base64 text")
@@ -169,13 +305,15 @@ def _decode(bfid: object) -> bytes:
     # Non-zero unused bits in the last character decode to the same bytes: refuse them so a bfid has one spelling.
     if base64.urlsafe_b64encode(raw).rstrip(b"=") != raw_text:
         raise BfidError("bfid is not canonical URL-safe base64 text")
-    if len(raw) < _FIXED + 2 or raw[: len(_VERSION)] != _VERSION:
+    version = raw[: len(_V1)]
+    if len(raw) < _FIXED + 2 or version not in (_V1, _V2) or (version == _V1 and len(bfid) > BFID_MAX_LENGTH):
         raise BfidError("bfid has an unknown format")
     return raw
 
 
 def _fields(payload: bytes) -> BfidInfo:
-    pos = len(_VERSION)
+    version = 1 if payload[: len(_V1)] == _V1 else 2
+    pos = len(_V1)
     key_version = int.from_bytes(payload[pos : pos + 2], "big")
     issued_at = int.from_bytes(payload[pos + 2 : pos + 7], "big")
     nonce = payload[pos + 7 : pos + 7 + _NONCE]
@@ -193,11 +331,15 @@ def _fields(payload: bytes) -> BfidInfo:
         except UnicodeDecodeError:
             raise BfidError("bfid has an unknown format") from None
         pos += 1 + n
-    if pos != len(payload) or key_version == 0:
+    rest = payload[pos:]
+    if key_version == 0 or (version == 1 and rest) or len(rest) % _ENTRY:
         raise BfidError("bfid has an unknown format")
-    return BfidInfo(
-        partner_id=values[0], key_version=key_version, template_ref=values[1], nonce=nonce, issued_at=issued_at
-    )
+    tags = tuple((rest[i], rest[i + 1 : i + _ENTRY]) for i in range(0, len(rest), _ENTRY))
+    if any(a >= b for a, b in pairwise(tags)):  # sorted without duplicates: one spelling
+        raise BfidError("bfid has an unknown format")
+    scope = _b64(payload[:pos])
+    return BfidInfo(partner_id=values[0], key_version=key_version, template_ref=values[1], nonce=nonce,
+                    issued_at=issued_at, version=version, tags=tags, scope=scope)
 
 
 def peek_bfid_unverified(bfid: str) -> tuple[str, int]:
@@ -213,7 +355,8 @@ def peek_bfid_unverified(bfid: str) -> tuple[str, int]:
 def parse_bfid(mac_key: bytes, bfid: str, *, expected_partner_id: str | None = None) -> BfidInfo:
     """Verify ``bfid`` under the partner's MAC key and return its fields; :class:`BfidError` otherwise.
 
-    ``expected_partner_id`` (the authenticated caller's partner) is compared after the tag is verified.
+    ``expected_partner_id`` (the authenticated caller's partner) is compared after the tag is verified. The
+    scope of a version-1 bfid is the bfid text itself (module docstring).
     """
     _check_mac_key(mac_key)
     raw = _decode(bfid)
@@ -221,6 +364,8 @@ def parse_bfid(mac_key: bytes, bfid: str, *, expected_partner_id: str | None = N
     if not hmac.compare_digest(_tag(mac_key, payload), tag):
         raise BfidError("bfid is not valid")
     info = _fields(payload)
+    if info.version == 1:
+        info = replace(info, scope=bfid)
     if expected_partner_id is not None and not hmac.compare_digest(
         info.partner_id.encode(), str(expected_partner_id).encode()
     ):

@@ -11,7 +11,10 @@ Tweak (SP 800-38G section 4.3: the tweak need not be secret)
     ``T = SHA-256(UTF-8(bfid) || 0x00 || UTF-8(field name))[:16]``. 16 bytes keep T in one AES block of FF1's Q
     (cheap) and still make tweak collisions between distinct (bfid, field) pairs a 2**-64 birthday event. The
     bfid is unique per tokenization (128 random bits) and names the key version and template, so one value gives
-    the same token in the same field under one bfid and unrelated tokens under another bfid or field.
+    the same token in the same field under one bfid and unrelated tokens under another bfid or field. The
+    ``bfid`` argument of this module is the bfid's scope (:attr:`vaultcore.tokens.bfid.BfidInfo.scope`): the
+    bfid text for a version-1 bfid, its core (the bfid without token tags and MAC) for version 2, whose token
+    tags are computed over the tokens and so cannot be part of their tweak.
 
 Short values (SP 800-38G Rev. 1 section 5.2 requires ``radix**length >= 1,000,000``)
     When the middle has ``N = radix**k >= 1,000,000`` possible values it is enciphered by FF1 directly (radix 10
@@ -32,8 +35,10 @@ Irreversible fields
     spare bits so the bias is below 2**-128), keyed by ``HMAC-SHA256(key, "vaultcore/tokens/irreversible/v1")``
     over the tweak and the whole value, so they are deterministic per (bfid, field, value) and cannot be inverted.
 
-Callers verify the bfid (:func:`vaultcore.tokens.bfid.parse_bfid`) before calling this module; ``key`` is the
-FF1 key of the bfid's key version (:func:`vaultcore.tokens.bfid.derive_subkeys`).
+Callers verify the bfid (:func:`vaultcore.tokens.bfid.parse_bfid`) before calling this module, and check that a
+version-2 bfid vouches for a token (:func:`vaultcore.tokens.bfid.token_issued`, after :func:`check_token`) before
+detokenizing it: FF1 inverts any well-formed token, so a wrong one would become a wrong clear value. ``key`` is
+the FF1 key of the bfid's key version (:func:`vaultcore.tokens.bfid.derive_subkeys`).
 """
 
 from __future__ import annotations
@@ -59,6 +64,7 @@ __all__ = [
     "tokenize_value",
     "detokenize_value",
     "check_active",
+    "check_token",
 ]
 
 INVALID_VALUE = "invalid_value"
@@ -198,6 +204,15 @@ def check_active(field: TemplateField, issued_at: float | None, now: float | Non
         raise TokenError(INACTIVE, f"field {field.name} cannot be detokenized yet (its active window has not started)")
     if state == "expired":
         raise TokenError(INACTIVE, f"field {field.name} can no longer be detokenized (its active window has ended)")
+
+
+def check_token(field: TemplateField, token: str, *, issued_at: float | None = None, now: float | None = None) -> None:
+    """Every check :func:`detokenize_value` makes before inverting FF1: irreversible field, active window, the
+    token's length and characters. Raises :class:`TokenError`; lets callers check more before FF1 runs."""
+    if field.irreversible:
+        raise TokenError(IRREVERSIBLE, f"field {field.name} is irreversible: its tokens cannot be detokenized")
+    check_active(field, issued_at, now)
+    _split(field, token, "token")
 
 
 def detokenize_value(

@@ -19,6 +19,8 @@ probe which case applies.
 | 3012 | 400 | the field is irreversible: its tokens are never detokenized |
 | 3013 | 400 | the field is outside its active window |
 | 3014 | 400 | the bfid was issued for another templateRef |
+| 3015 | 400 | a token was not issued under the bfid (wrong, mistyped or another bfid's token; field not tokenized) |
+| 3016 | 400 | too many distinct tokens for one bfid (its text would exceed 1,024 characters) |
 | 3020 | 400 | values missing, empty, not an array, or more than 64 entries |
 | 3021 | 400 | a values entry is not an object with string name and value |
 | 3022 | 400 | omit is not a boolean |
@@ -48,6 +50,8 @@ __all__ = [
     "FIELD_IRREVERSIBLE",
     "FIELD_INACTIVE",
     "BFID_OTHER_TEMPLATE",
+    "TOKEN_NOT_ISSUED",
+    "TOO_MANY_TOKENS",
     "VALUES_MISSING",
     "VALUES_ENTRY",
     "OMIT_INVALID",
@@ -70,6 +74,8 @@ READ_WINDOW = 3011
 FIELD_IRREVERSIBLE = 3012
 FIELD_INACTIVE = 3013
 BFID_OTHER_TEMPLATE = 3014
+TOKEN_NOT_ISSUED = 3015
+TOO_MANY_TOKENS = 3016
 VALUES_MISSING = 3020
 VALUES_ENTRY = 3021
 OMIT_INVALID = 3022

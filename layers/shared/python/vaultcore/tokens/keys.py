@@ -17,9 +17,10 @@ Life cycle (NIST SP 800-57 Part 1 section 5.3, PCI DSS 3.6.4 / 3.7.4-3.7.5):
 Caches per container: the key ring (versions and statuses) for ``RECORD_CACHE_SECONDS`` (60 s), so a
 rotation or retirement made in another container takes effect here within that bound; unwrapped master keys
 through :mod:`vaultcore.store.keys` for ``KEY_CACHE_SECONDS`` (300 s), and the subkeys derived from them
-(:func:`vaultcore.tokens.bfid.derive_subkeys`: the FF1 AES-256 key and the bfid MAC key) for as long. A
-version that is unknown to the cached ring is looked up again at most once per ``_MISS_SECONDS`` per version,
-so bfids naming invented versions cannot turn into a stream of Registry reads.
+(:func:`vaultcore.tokens.bfid.derive_subkeys` and :func:`~vaultcore.tokens.bfid.derive_tag_key`: the FF1 AES-256
+key, the bfid MAC key and the token tag key) for as long. A version that is unknown to the cached ring is looked
+up again at most once per ``_MISS_SECONDS`` per version, so bfids naming invented versions cannot turn into a
+stream of Registry reads.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from vaultcore.partners.service import get_partner
 from vaultcore.store import registry
 from vaultcore.store import tokens as token_store
 from vaultcore.store.keys import unwrap_secret, wrap_secret
-from vaultcore.tokens.bfid import derive_subkeys
+from vaultcore.tokens.bfid import derive_subkeys, derive_tag_key
 from vaultcore.tokens.errors import (
     KEY_CURRENT,
     KEY_ROTATION_RACE,
@@ -77,11 +78,13 @@ class KeyRecord:
 
 @dataclass(frozen=True)
 class TokenKeys:
-    """The subkeys of one key version: FF1 AES-256 key and bfid HMAC-SHA256 key (never in repr)."""
+    """The subkeys of one key version: FF1 AES-256 key, bfid HMAC-SHA256 key and token tag HMAC-SHA256 key
+    (never in repr)."""
 
     version: int
     ff1_key: bytes = field(repr=False)
     mac_key: bytes = field(repr=False)
+    tag_key: bytes = field(repr=False)
 
 
 def _caches() -> tuple[ContainerCache[tuple[KeyRecord, ...]], ContainerCache[TokenKeys], ContainerCache[bool]]:
@@ -161,7 +164,7 @@ def _subkeys(record: KeyRecord) -> TokenKeys:
         raise DependencyError("Internal error: the tokenization key is not available.")
     master = unwrap_secret(record.envelope, _context(record.partner_id, record.version))
     ff1_key, mac_key = derive_subkeys(master)
-    keys = TokenKeys(record.version, ff1_key, mac_key)
+    keys = TokenKeys(record.version, ff1_key, mac_key, derive_tag_key(master))
     subkeys.put(cache_key, keys)
     return keys
 

@@ -12,6 +12,15 @@ the caller's (else 3010 at once), the key version it names must be current or ac
 under that version's key (:func:`vaultcore.tokens.bfid.parse_bfid`); only then are the Tokens table, the template
 or the token engine touched. All of these failures are the same 3010 error.
 
+Detokenization integrity: a bfid (version 2) carries a 32-bit keyed tag per token it was issued with
+(:mod:`vaultcore.tokens.bfid`). Tokenization draws the bfid's core, tokenizes under its scope, then seals the
+bfid with the tags of every token of the call. Detokenization refuses a token without a matching tag for its
+field (3015: a wrong, mistyped or another bfid's token, or a field not tokenized under the bfid) before FF1 is
+inverted, so it never yields a wrong clear value; the read step returns only the stored tokens the bfid vouches
+for. Version-1 bfids (no tags) keep detokenizing without the check. Tokenizing more values under a given
+version-2 bfid returns an extended bfid (same scope, same Tokens item) that vouches for the old and the new
+tokens; the given one keeps vouching for its own.
+
 Errors are :class:`~vaultcore.tokens.errors.TokenServiceError` (a ValidationError, HTTP 400) with the codes of
 :mod:`vaultcore.tokens.errors`; messages never contain a value, a token or a bfid.
 """
@@ -28,13 +37,24 @@ from vaultcore.logs import get_logger
 from vaultcore.store import tokens as token_store
 from vaultcore.tokens import keys as token_keys
 from vaultcore.tokens import template_store
-from vaultcore.tokens.bfid import BfidError, BfidInfo, new_bfid, parse_bfid, peek_bfid_unverified
+from vaultcore.tokens.bfid import (
+    BFID_VERSION,
+    BfidError,
+    BfidInfo,
+    draft_bfid,
+    parse_bfid,
+    peek_bfid_unverified,
+    seal_bfid,
+    token_issued,
+    token_tag,
+)
 from vaultcore.tokens.engine import (
     INACTIVE,
     IRREVERSIBLE,
     TOO_LONG,
     TOO_SHORT,
     TokenError,
+    check_token,
     detokenize_value,
     tokenize_value,
 )
@@ -49,6 +69,8 @@ from vaultcore.tokens.errors import (
     READ_WINDOW,
     TEMPLATE_REF_MISSING,
     TEMPLATE_UNKNOWN,
+    TOKEN_NOT_ISSUED,
+    TOO_MANY_TOKENS,
     VALUE_INVALID,
     VALUE_LENGTH,
     VALUES_ENTRY,
@@ -144,6 +166,20 @@ def _check(field_: TemplateField, value: str) -> None:
         raise TokenServiceError(str(exc) + ".", code=VALUE_INVALID) from None
 
 
+def _field_index(template: Template, name: str) -> int:
+    """The position of field ``name`` in the template version: the label of its token tags in a bfid."""
+    return next(i for i, f in enumerate(template.fields) if f.name == name)
+
+
+def _issued(keys: token_keys.TokenKeys, info: BfidInfo, template: Template, name: str, token: str) -> bool:
+    """Whether the verified bfid ``info`` vouches for ``token`` in field ``name`` (always, for version 1)."""
+    return token_issued(keys.tag_key, info, _field_index(template, name), name, token)
+
+
+def _not_issued(name: str) -> TokenServiceError:
+    return TokenServiceError(f"The token for field {name} was not issued under this bfid.", code=TOKEN_NOT_ISSUED)
+
+
 def _invalid_bfid() -> TokenServiceError:
     return TokenServiceError(BFID_INVALID_MESSAGE, code=BFID_INVALID)
 
@@ -180,41 +216,53 @@ def tokenize_values(partner_id: str, template_ref: str, values: list[tuple[str, 
                     store: bool = True) -> TokenizeResult:
     """Tokenize ``values`` (``(field name, clear value)`` pairs) with the partner's template ``template_ref``.
 
-    Without ``bfid`` a new bfid is issued under the partner's current key and the template's latest version;
-    with one, it must verify for the partner (3010) and name ``template_ref`` (3014), and the tokens are made
-    under its key and template version (the same value in the same field gives the same token again).
+    Without ``bfid`` a new bfid is issued under the partner's current key and the template's latest version,
+    sealed with a tag of every token of the call (module docstring); with one, it must verify for the partner
+    (3010) and name ``template_ref`` (3014), and the tokens are made under its key and template version (the same
+    value in the same field gives the same token again). The result's bfid is then the given one extended with
+    the tags of the new tokens (the given text itself when it already vouches for all of them, and always for a
+    version-1 bfid); 3016 when the tags no longer fit a bfid of 1,024 characters.
     Every value is validated (3002-3005, 3020, 3021) before anything is encrypted or written.
-    With ``store`` the tokens are written under the bfid to the Tokens table, readable for
+    With ``store`` the tokens are written under the bfid's scope to the Tokens table, readable for
     :data:`READ_WINDOW_SECONDS` by :func:`read_stored_tokens` (one DynamoDB write).
     """
     pairs = _pairs(values)
     if bfid is None:
         stored = _template(partner_id, template_ref)
-        keys = None
+        keys = info = None
     else:
         if not isinstance(template_ref, str) or not template_ref:
             raise TokenServiceError("templateRef is required.", code=TEMPLATE_REF_MISSING)
-        _info, keys, stored = _verify(partner_id, bfid)
+        info, keys, stored = _verify(partner_id, bfid)
         if stored.template_ref != template_ref:
             raise TokenServiceError("The bfid was issued for another templateRef.", code=BFID_OTHER_TEMPLATE)
     fields = [(_field(stored.template, name), value) for name, value in pairs]
     for f, value in fields:
         _check(f, value)
     now = int(clock.now())
-    if bfid is None:
+    if info is None:
         keys = token_keys.current_keys(partner_id)
-        bfid = new_bfid(keys.mac_key, keys.version, stored.bfid_field, partner_id, issued_at=now)
+        info = draft_bfid(keys.version, stored.bfid_field, partner_id, issued_at=now)
     assert keys is not None
     tokens: dict[str, str] = {}
     for f, value in fields:
         try:
-            tokens[f.name] = tokenize_value(keys.ff1_key, bfid, f, value)
+            tokens[f.name] = tokenize_value(keys.ff1_key, info.scope, f, value)
         except TokenError as exc:
             raise _engine_error(exc) from None
+    if info.version >= BFID_VERSION:
+        tags = [(_field_index(stored.template, name), token_tag(keys.tag_key, info.scope, name, token))
+                for name, token in tokens.items()]
+        try:
+            bfid = seal_bfid(keys.mac_key, info, tags)
+        except BfidError:
+            raise TokenServiceError("Too many distinct tokens for one bfid; tokenize them in separate calls.",
+                                    code=TOO_MANY_TOKENS) from None
+    assert bfid is not None
     if store:
         # Rounded up, so the read window is never shorter than the hour (the clock has sub-second precision).
         expires_at = math.ceil(clock.now()) + READ_WINDOW_SECONDS
-        token_store.put_tokens(bfid, partner_id, stored.template_ref, stored.version, keys.version, tokens, now,
+        token_store.put_tokens(info.scope, partner_id, stored.template_ref, stored.version, keys.version, tokens, now,
                                expires_at)
     _log.info("values tokenized", extra={"partner_id": partner_id, "count": len(tokens), "event": "tokenize"})
     return TokenizeResult(bfid, tokens, stored.template_ref, stored.version, keys.version)
@@ -224,19 +272,30 @@ def detokenize_values(partner_id: str, bfid: str, tokens: dict[str, str]) -> dic
     """Clear values of ``tokens`` (field name → token) made under ``bfid``, per the bfid's template version.
 
     The bfid is verified first (3010). Then, per field: not in the template 3002, irreversible 3012, outside
-    its active window 3013, malformed token 3003/3004. An empty ``tokens`` returns ``{}`` (after verifying).
+    its active window 3013, malformed token 3003/3004, and (version-2 bfids) a token the bfid holds no matching
+    tag for 3015, checked before FF1 is inverted. An empty ``tokens`` returns ``{}`` (after verifying).
     """
     info, keys, stored = _verify(partner_id, bfid)
     if not isinstance(tokens, Mapping):
         raise TokenServiceError("tokens must map field names to tokens.", code=VALUES_ENTRY)
     now = clock.now()
-    out: dict[str, str] = {}
+    checked: list[tuple[TemplateField, str]] = []
     for name, token in tokens.items():
         if not isinstance(name, str) or not isinstance(token, str):
             raise TokenServiceError("tokens must map field names to tokens.", code=VALUES_ENTRY)
         f = _field(stored.template, name)
         try:
-            out[name] = detokenize_value(keys.ff1_key, bfid, f, token, issued_at=info.issued_at, now=now)
+            check_token(f, token, issued_at=info.issued_at, now=now)
+        except TokenError as exc:
+            raise _engine_error(exc) from None
+        if not _issued(keys, info, stored.template, name, token):
+            raise _not_issued(name)
+        checked.append((f, token))
+    # Every token is checked before FF1 runs for any of them: one refused token and no clear value is made.
+    out: dict[str, str] = {}
+    for f, token in checked:
+        try:
+            out[f.name] = detokenize_value(keys.ff1_key, info.scope, f, token, issued_at=info.issued_at, now=now)
         except TokenError as exc:
             raise _engine_error(exc) from None
     _log.info("tokens detokenized", extra={"partner_id": partner_id, "count": len(out), "event": "detokenize"})
@@ -247,13 +306,16 @@ def read_stored_tokens(partner_id: str, bfid: str) -> dict[str, str]:
     """The tokens stored under ``bfid`` (field name → token), within the one-hour read window.
 
     The bfid is verified first (3010). Nothing stored, another partner's item, or an item whose ``expiresAt``
-    has passed (DynamoDB deletes expired items lazily, so the attribute is checked here) → 3011.
+    has passed (DynamoDB deletes expired items lazily, so the attribute is checked here) → 3011. The item is the
+    bfid's scope's: of its tokens, only those the bfid vouches for are returned (an extended bfid's item also
+    holds the tokens added under the extension).
     """
-    _verify(partner_id, bfid)
-    item = token_store.get_token_item(bfid)
+    info, keys, stored = _verify(partner_id, bfid)
+    item = token_store.get_token_item(info.scope)
     expires_at = item.get("expiresAt") if item is not None else None
     if (item is None or item.get("partnerId") != partner_id or not isinstance(expires_at, int | float)
             or expires_at <= clock.now()):
         raise TokenServiceError("Nothing is stored under this bfid, or its one-hour read window has passed.",
                                 code=READ_WINDOW)
-    return token_store.stored_tokens(item)
+    return {name: token for name, token in token_store.stored_tokens(item).items()
+            if name in stored.template and _issued(keys, info, stored.template, name, token)}

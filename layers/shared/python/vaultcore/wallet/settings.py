@@ -14,8 +14,11 @@ Stored in the Registry:
 * ``WALLET#DEFAULT`` / ``TRUST_ROOTS``: the stack-wide default trust roots, used when an account has none.
 
 Private keys are never returned. A PUT that omits a key or certificate keeps the stored one, so the operator
-can change domains without re-sending keys. ``verify_signature`` false is refused outside the certification
-environment (a prod stack always verifies the signature chain and signing time).
+can change domains without re-sending keys. Keys and certificates are accepted in the forms operators have
+(SEC1 or PKCS#8 PEM, encrypted PKCS#8 with a passphrase, PKCS#12, base64 DER: :mod:`vaultcore.wallet.key_forms`)
+and normalised to unencrypted PKCS#8 PEM and PEM certificates before the envelope is made. ``verify_signature``
+false is refused outside the certification environment (a prod stack always verifies the signature chain and
+signing time).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from vaultcore.logs import get_logger
 from vaultcore.settings import settings as platform_settings
 from vaultcore.store import registry
 from vaultcore.store.keys import unwrap_secret, wrap_secret
+from vaultcore.wallet import key_forms
 
 __all__ = [
     "WalletSettings",
@@ -56,7 +60,7 @@ _log = get_logger("wallet.settings")
 DEFAULT_ASSOCIATION_FILE = "apple-developer-merchantid-domain-association"
 MAX_DOMAINS = 50
 MAX_TRUST_ROOTS = 10
-MAX_PEM_CHARS = 16_384
+MAX_PEM_CHARS = key_forms.MAX_PEM_CHARS
 MAX_ASSOCIATION_BYTES = 65_536
 _LABEL = re.compile(r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$")
 _FILE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
@@ -114,15 +118,6 @@ def normalise_domain(value: Any) -> str | None:
     return host
 
 
-def _pem(body: dict[str, Any], name: str, kind: str) -> str | None:
-    value = body.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str) or len(value) > MAX_PEM_CHARS or f"-----BEGIN {kind}" not in value:
-        raise ValidationError(f"{name} must be a PEM {kind.lower()}.", code=400)
-    return value.strip() + "\n"
-
-
 def _load_cert(pem: str, name: str) -> Any:
     from cryptography import x509
 
@@ -165,18 +160,15 @@ def _trust_roots(value: Any) -> tuple[str, ...]:
         return ()
     items = [value] if isinstance(value, str) else value
     if not isinstance(items, list) or len(items) > MAX_TRUST_ROOTS:
-        raise ValidationError(f"trust_roots must be a list of at most {MAX_TRUST_ROOTS} PEM certificates.", code=400)
-    from cryptography import x509
+        raise ValidationError(f"trust_roots must be a list of at most {MAX_TRUST_ROOTS} certificates (PEM or "
+                              "base64 DER).", code=400)
     from cryptography.hazmat.primitives.serialization import Encoding
 
     roots: list[str] = []
-    for item in items:
-        if not isinstance(item, str) or len(item) > MAX_PEM_CHARS:
-            raise ValidationError("trust_roots must be PEM certificates.", code=400)
-        try:
-            certs = x509.load_pem_x509_certificates(item.encode("ascii"))
-        except (ValueError, UnicodeEncodeError):
-            raise ValidationError("trust_roots must be PEM certificates.", code=400) from None
+    for index, item in enumerate(items):
+        if not isinstance(item, str) or not item.strip() or len(item) > MAX_PEM_CHARS:
+            raise ValidationError("trust_roots must be certificates (PEM, or base64 of their DER).", code=400)
+        certs = key_forms.read_certificates(item.strip(), f"trust_roots[{index}]")
         roots.extend(c.public_bytes(Encoding.PEM).decode("ascii") for c in certs)
     return tuple(roots)
 
@@ -223,10 +215,18 @@ def put_wallet_settings(account_id: str, body: dict[str, Any]) -> dict[str, Any]
     trust_roots = _trust_roots(body.get("trust_roots"))
 
     old = load_secrets(current) if current is not None else None
+    # Whether the identity key and certificate go together is decided on what is given, before parsing.
+    key_given, cert_given = key_forms.fields_given(body, "merchant_identity")
+    if (key_given or bool(old and old.merchant_identity_private_key)) \
+            != (cert_given or bool(old and old.merchant_identity_certificate)):
+        raise ValidationError("merchant_identity_certificate and merchant_identity_private_key go together.", code=400)
+    given: dict[str, str | None] = {}
+    for role in key_forms.ROLES:
+        material = key_forms.read_role(body, role)
+        given[f"{role}_private_key"], given[f"{role}_certificate"] = material.private_key_pem, material.certificate_pem
     new: dict[str, str | None] = {}
-    for name, kind in zip(_SECRET_FIELDS, ("PRIVATE KEY", "CERTIFICATE", "PRIVATE KEY", "CERTIFICATE"), strict=True):
-        given = _pem(body, name, kind)
-        new[name] = given if given is not None else (getattr(old, name) if old is not None else None)
+    for name in _SECRET_FIELDS:
+        new[name] = given[name] if given[name] is not None else (getattr(old, name) if old is not None else None)
     if not new["payment_processing_private_key"]:
         raise ValidationError("payment_processing_private_key is required.", code=400)
     pp_cert = _check_pair(new["payment_processing_private_key"], new["payment_processing_certificate"],

@@ -1,6 +1,9 @@
-"""Test fixtures for wallet tokens: a private CA chain, merchant keys and valid ``EC_v1`` tokens.
+"""Test fixtures for wallet tokens: a private CA chain, merchant keys and valid ``EC_v1`` tokens (a token forge).
 
-For tests only (unit tests here, the gateway's wallet end-to-end tests): nothing in production imports it.
+For tests only (unit and integration tests, the wallet end-to-end tests and the wallet benchmark). It lives under
+tests/, never in the shared layer: a module that mints validly signed wallet tokens must not ship
+(tests/unit/test_layer_contents.py checks).
+
 It produces what the wallet vendor would, per the "Payment Token Format Reference": a chain root ->
 intermediate (marker OID 1.2.840.113635.100.6.2.14) -> leaf (marker OID 1.2.840.113635.100.6.29), a merchant
 payment processing certificate carrying the merchant identifier hash (OID 1.2.840.113635.100.6.32), and a
