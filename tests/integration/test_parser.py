@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -168,3 +169,146 @@ def test_hsm_adapter_calls_payment_cryptography_with_dukpt_attributes():
 def test_response_is_json_serialisable_and_carries_no_cvv_in_extracted(platform, partner):
     status, _, body = _parse(platform, partner, simulator.terminal_payload(CARD, "keyed"), "T-TDES")
     assert status == 200 and "CVV" not in json.dumps(body["extracted"])
+
+
+# --- published ID TECH frames (tests/vectors/idtech_frames.json) through the parser service ---------------
+
+FRAMES = {e["id"]: e for e in json.loads(
+    (Path(__file__).parent.parent / "vectors" / "idtech_frames.json").read_text())["entries"]}
+MS246 = FRAMES["ms246-original-3track-frame"]
+
+
+@pytest.fixture
+def idtech_partner(platform, partner):
+    """The fixture's partner with two more audio readers: one on the manuals' demo BDK, one on another BDK."""
+    assert TDES_BDK == MS246["bdk"]  # the fixture's TDES BDK is the ID TECH manuals' demo BDK
+    admin(platform, "POST", "/admin/v1/bdks", {"bdk": "11" * 16, "scheme": "tdes", "bdkId": "bdk-other"})
+    for serial, bdk in (("A-IDTECH", "bdk-t1"), ("A-OTHER", "bdk-other")):
+        status, _ = admin(platform, "POST", f"/admin/v1/partners/{partner['partnerId']}/devices",
+                          {"serial": serial, "deviceType": "audio-reader", "bdkId": bdk})
+        assert status == 201
+    return partner
+
+
+def _reader(platform, partner, payload, serial="A-IDTECH"):
+    return _parse(platform, partner, {"deviceType": "audio-reader", "devicePayload": payload}, serial)
+
+
+@pytest.mark.parametrize("frame_id", list(FRAMES))
+def test_published_frames_through_the_parser(platform, idtech_partner, frame_id):
+    entry = FRAMES[frame_id]
+    status, _, body = _reader(platform, idtech_partner, entry["frame_hex"])
+    assert status == 200, body
+    assert body["meta"] == {"device": "audio-reader", "serial": "A-IDTECH", "mode": "swiped"}
+    assert body["track1"]["ascii"] == entry["expected_t1"][:-1]  # LRC character stripped
+    assert body["track2"]["ascii"] == entry["expected_t2"][:-1]
+    assert body["track2"]["length"] == len(entry["expected_t2"]) - 1
+    # ISO/IEC 7813 name "SURNAME/FIRST MIDDLE.TITLE": the title is not part of the first name
+    assert body["extracted"] == {"PAN": "4266841088889999", "EXPY": "0908", "Surname": "BUSH JR",
+                                 "FirstName": "GEORGE W", "ServiceCode": "101", "Discretionary": "10000046"}
+    assert "4266841088889999" not in body["track1"]["masked"] + body["track2"]["masked"]
+    assert "track3" not in body  # interface.md returns tracks 1 and 2; track 3 is never echoed
+
+
+def test_published_frame_bare_and_lowercase(platform, idtech_partner):
+    card_data = MS246["frame_hex"][6:-6].lower()
+    status, _, body = _reader(platform, idtech_partner, card_data)
+    assert status == 200, body
+    assert body["extracted"]["PAN"] == "4266841088889999"
+
+
+def test_published_frames_refused_with_documented_codes(platform, idtech_partner):
+    from vaultcore.cards import reader_formats as rf
+
+    data = rf.unframe(bytes.fromhex(MS246["frame_hex"]))
+    message = rf.parse_audio_message(data)
+    hash_at = data.index(message.hashes[0])
+    cipher_at = data.index(message.segments[0].ciphertext)
+
+    def flipped(i):
+        bad = bytearray(data)
+        bad[i] ^= 0x01
+        return rf.frame(bytes(bad)).hex()
+
+    cases = [
+        ("A-OTHER", MS246["frame_hex"], 2140),  # wrong BDK: the hashes refuse it, never a wrong card
+        ("A-IDTECH", flipped(hash_at + 5), 2140),
+        ("A-IDTECH", flipped(cipher_at + 40), 2140),
+        ("A-IDTECH", MS246["frame_hex"][:-2], 2150),
+        ("A-IDTECH", MS246["frame_hex"] + "00", 2150),
+        ("A-IDTECH", rf.frame(data[:-1]).hex(), 2110),
+        ("A-IDTECH", data[:-3].hex(), 2110),
+        ("A-IDTECH", MS246["frame_hex"][:-6] + "00" + MS246["frame_hex"][-4:], 2130),
+        ("A-IDTECH", "zz" + MS246["frame_hex"], 2100),
+        ("A-AES", MS246["frame_hex"], 2110),  # an AES device reads 16-byte blocks and a 12-byte KSN
+        ("A-AES", FRAMES["enhanced-built-around-ksn02-ciphertexts"]["frame_hex"], 2110),
+    ]
+    for serial, payload, err in cases:
+        status, _, body = _reader(platform, idtech_partner, payload, serial)
+        assert (status, body["errCode"]) == (400, err), (serial, err, body)
+        assert body["reference"] == "ref-1" and "4266" not in json.dumps(body)
+
+
+def test_unhashed_unimag_frame_with_a_wrong_key_or_corruption(platform, idtech_partner):
+    from vaultcore.cards import reader_formats as rf
+
+    entry = FRAMES["unimag-ii-layout-built-around-ksn02-ciphertexts"]
+    status, _, body = _reader(platform, idtech_partner, entry["frame_hex"], "A-OTHER")
+    assert (status, body["errCode"]) == (400, 2140)  # no hashes: charset, LRC and masked layout refuse it
+    data = bytearray(rf.unframe(bytes.fromhex(entry["frame_hex"])))
+    data[-40] ^= 0x01  # a T2 ciphertext byte
+    status, _, body = _reader(platform, idtech_partner, rf.frame(bytes(data)).hex())
+    assert (status, body["errCode"]) == (400, 2140)
+
+
+@pytest.mark.parametrize("scheme, serial", [("tdes", "A-TDES"), ("aes128", "A-AES")])
+@pytest.mark.parametrize("payload_format", ["enhanced", "unimag-ii"])
+@pytest.mark.parametrize("framed", [False, True])
+def test_enhanced_round_trip(platform, partner, scheme, serial, payload_format, framed):
+    fields = simulator.audio_reader_payload(CARD, "swiped", scheme=scheme, framed=framed,
+                                            payload_format=payload_format)
+    status, _, body = _parse(platform, partner, fields, serial)
+    assert status == 200, body
+    assert body["extracted"]["PAN"] == CARD.pan and body["extracted"]["Surname"] == "SMITH"
+
+
+def test_enhanced_cipher_must_suit_the_device_key(platform, partner):
+    # ID TECH readers with TDES DUKPT keys set to AES: the TDES data key is the AES-128 key
+    aes_on_tdes = simulator.audio_reader_payload(CARD, "swiped", payload_format="enhanced", aes_data_key=True)
+    status, _, body = _parse(platform, partner, aes_on_tdes, "A-TDES")
+    assert status == 200, body
+    assert body["extracted"]["PAN"] == CARD.pan
+    # a TDES-cipher enhanced payload (field 8 bit 4 clear) for a device whose BDK is AES DUKPT: refused
+    # before any decryption
+    from vaultcore.cards import reader_formats as rf
+
+    t2 = simulator.track2(CARD)
+    tdes_on_aes = rf.build_enhanced_message((b"", t2, b""), {2: bytes(-(-len(t2) // 8) * 8)},
+                                            bytes.fromhex(simulator.DEFAULT_KSN["aes128"]))
+    status, _, body = _parse(platform, partner, {"deviceType": "audio-reader", "devicePayload": tdes_on_aes.hex()},
+                             "A-AES")
+    assert (status, body["errCode"]) == (400, 2120)
+
+
+def test_enhanced_pin_key_flag_uses_the_pin_variant(platform, partner):
+    fields = simulator.audio_reader_payload(CARD, "swiped", payload_format="enhanced", variant="pin")
+    status, _, body = _parse(platform, partner, fields, "A-TDES")
+    assert status == 200, body
+    # the same payload with field 8 bit 6 cleared is decrypted with the data key: wrong key, 2140
+    payload = bytearray(bytes.fromhex(fields["devicePayload"]))
+    payload[5] &= ~0x40
+    status, _, body = _parse(platform, partner, {**fields, "devicePayload": payload.hex()}, "A-TDES")
+    assert (status, body["errCode"]) == (400, 2140)
+
+
+def test_hsm_adapter_refuses_a_foreign_cipher():
+    from vaultcore.devices.decryptors import PaymentCryptographyDukpt, cipher_usable
+    from vaultcore.devices.registry import Bdk
+    from vaultcore.errors import ValidationError
+
+    arn = "arn:aws:payment-cryptography:us-east-1:123456789012:key/abcdefgh12345678"
+    with pytest.raises(ValidationError) as err:
+        PaymentCryptographyDukpt(object()).decrypt(Bdk("hsm", "tdes", "08D7B4", None, arn), bytes(10), bytes(16),
+                                                   "data", "aes")
+    assert err.value.code == 2605
+    assert cipher_usable("tdes", "aes") and cipher_usable("tdes", None) and not cipher_usable("aes128", "tdes")

@@ -1,4 +1,5 @@
-"""Audio-reader (ID TECH original format) payloads: parsing, framing, hashes, LRC, and the idtech.json examples."""
+"""Audio-reader (ID TECH original and enhanced formats) payloads: parsing, framing, hashes, LRC, and the
+idtech.json examples. The published frames of tests/vectors/idtech_frames.json: test_reader_frames.py."""
 
 from __future__ import annotations
 
@@ -57,11 +58,13 @@ def message(
     return rf.build_audio_message(t1, t2, cipher, ksn, block_size=dukpt.block_size(scheme), **kwargs)
 
 
+def opener(parsed: rf.AudioMessage, *, scheme=Scheme.TDES, bdk=BDK, variant=KeyVariant.DATA):
+    return lambda data: dukpt.decrypt(scheme, bdk, parsed.ksn, data, variant)
+
+
 def decrypt_tracks(parsed: rf.AudioMessage, *, scheme=Scheme.TDES, bdk=BDK, variant=KeyVariant.DATA):
-    plain = dukpt.decrypt(scheme, bdk, parsed.ksn, parsed.ciphertext, variant)
-    t1, t2 = rf.split_tracks(parsed, plain)
-    rf.verify_track_hashes(parsed, t1, t2)
-    return t1, t2
+    tracks = rf.open_message(parsed, opener(parsed, scheme=scheme, bdk=bdk, variant=variant))
+    return tracks.t1, tracks.t2
 
 
 def strip_zeros(data: bytes) -> bytes:
@@ -158,8 +161,8 @@ def test_idtech_tracks_as_one_cbc_stream():
     bdk, ksn = h(IDTECH_TRACKS["bdk"]), h(IDTECH_TRACKS["ksn"])
     t1, t2 = IDTECH_TRACKS["expected_t1"].encode(), IDTECH_TRACKS["expected_t2"].encode()
     parsed = rf.parse_audio_message(message(t1, t2, bdk=bdk, ksn=ksn).hex())
-    assert (parsed.t1_length, parsed.t2_length) == (len(t1), len(t2))
-    assert len(parsed.ciphertext) == -(-(len(t1) + len(t2)) // 8) * 8
+    assert parsed.lengths == (len(t1), len(t2), 0)
+    assert len(parsed.segments[0].ciphertext) == -(-(len(t1) + len(t2)) // 8) * 8
     assert decrypt_tracks(parsed, bdk=bdk) == (t1, t2)
 
 
@@ -192,26 +195,28 @@ def test_spec_character_positions_for_50_and_36_byte_tracks():
     assert bytes.fromhex(text[398:438]) == hashlib.sha1(T2).digest()
     assert text[438:458] == KSN.hex().upper()
     parsed = rf.parse_audio_message(text)
-    assert parsed.ciphertext == bytes.fromhex(text[182:358])
-    assert len(parsed.masked_t2) == 36 and parsed.masked_t1.startswith(b"%") and parsed.masked_t2.endswith(b"?*")
+    assert parsed.segments == (rf.Segment((1, 2), bytes.fromhex(text[182:358])),)
+    assert len(parsed.masked(2)) == 36 and parsed.masked(1).startswith(b"%") and parsed.masked(2).endswith(b"?*")
 
 
 def test_parse_fields():
     masked_t1 = b"%*4761********0010^TEST/CARD^2512***************?*"[: len(T1)].ljust(len(T1), b"*")
     parsed = rf.parse_audio_message(message(masked_t1=masked_t1, card_encode_type=0x01))
-    assert parsed.card_encode_type == 0x01
+    assert parsed.format == rf.ORIGINAL and parsed.card_encode_type == 0x01
     assert parsed.track_status == 0x1B
-    assert (parsed.t1_length, parsed.t2_length, parsed.t3_length, parsed.encrypted_length) == (50, 36, 0, 86)
-    assert parsed.masked_t1 == masked_t1
-    assert parsed.clear_t3 == b"" and parsed.t3_hash is None
-    assert parsed.t1_hash == hashlib.sha1(T1).digest()
+    assert parsed.lengths == (50, 36, 0) and parsed.encrypted_tracks == (1, 2)
+    assert parsed.masked(1) == masked_t1
+    assert parsed.masked(3) == b""
+    assert parsed.hashes == (hashlib.sha1(T1).digest(), hashlib.sha1(T2).digest())
+    assert parsed.hash_candidates == ((1, 2),)
+    assert parsed.cipher is None and parsed.block_size == 8 and parsed.serial_number is None
     assert parsed.framed is False
 
 
 def test_repr_keeps_track_data_out():
     parsed = rf.parse_audio_message(message())
     text = repr(parsed)
-    assert "masked" not in text and "ciphertext" not in text and "4761" not in text
+    assert "masked" not in text and "ciphertext" not in text and "4761" not in text and "clear=" not in text
     assert "ksn=" in text
 
 
@@ -219,7 +224,7 @@ def test_aes_block_size_and_ksn_length():
     bdk, ksn = h("FEDCBA9876543210F1F1F1F1F1F1F1F1"), h("123456789012345600000001")
     payload = message(scheme=Scheme.AES128, bdk=bdk, ksn=ksn)
     parsed = rf.parse_audio_message(payload, block_size=16, ksn_length=12)
-    assert len(parsed.ciphertext) == 96 and parsed.ksn == ksn
+    assert len(parsed.segments[0].ciphertext) == 96 and parsed.ksn == ksn
     assert decrypt_tracks(parsed, scheme=Scheme.AES128, bdk=bdk) == (T1, T2)
     # Read with the TDES sizes, the same message does not add up
     with pytest.raises(PayloadLengthError, match=r"^device payload length does not match its track lengths$"):
@@ -230,40 +235,67 @@ def test_without_hashes_and_with_clear_track3():
     t3 = with_lrc(";333333333376767607070776767633?")
     parsed = rf.parse_audio_message(message(hashes=False, t3=t3))
     assert parsed.track_status == 0x07
-    assert parsed.t1_hash is None and parsed.t2_hash is None
-    assert parsed.clear_t3 == t3
-    assert decrypt_tracks(parsed) == (T1, T2)
+    assert parsed.hashes == () and parsed.hash_candidates == ((),)
+    assert parsed.masked(3) == t3
+    tracks = rf.open_message(parsed, opener(parsed))
+    assert (tracks.t1, tracks.t2, tracks.t3, tracks.t3_encrypted, tracks.verified) == (T1, T2, t3, False, ())
 
 
-def test_track3_hash_is_checked_at_parse_time():
-    t3 = with_lrc(";3333?")
+def with_t3_hash(t3: bytes, digest: bytes) -> bytes:
+    """message() with a clear track 3 and a track 3 hash after the T1/T2 hashes (status bit 5)."""
     data = bytearray(message(t3=t3))
-    body, ksn = data[:-10], data[-10:]
     data[1] |= 0x20
-    good = bytes(data[: len(body)]) + hashlib.sha1(t3).digest() + bytes(ksn)
-    assert rf.parse_audio_message(good).t3_hash == hashlib.sha1(t3).digest()
-    bad = bytes(data[: len(body)]) + bytes(20) + bytes(ksn)
-    with pytest.raises(HashMismatchError, match=r"^track 3 hash does not match$") as info:
-        rf.parse_audio_message(bad)
+    return bytes(data[:-10]) + digest + bytes(data[-10:])
+
+
+def test_clear_track3_hash_is_checked():
+    t3 = with_lrc(";3333?")
+    parsed = rf.parse_audio_message(with_t3_hash(t3, hashlib.sha1(t3).digest()))
+    assert parsed.hash_candidates[0] == (1, 2, 3)
+    assert rf.open_message(parsed, opener(parsed)).verified == (1, 2, 3)
+    bad = rf.parse_audio_message(with_t3_hash(t3, b"\x01" * 20))
+    with pytest.raises(HashMismatchError, match=r"^track hash does not match the decrypted data$") as info:
+        rf.open_message(bad, opener(bad))
     assert info.value.code == 2140
+
+
+def test_null_hash_checks_nothing():
+    # SREDKey 2: "20 bytes 0x00 (if T1 encrypted, T1 null hash data)"
+    data = bytearray(message())
+    data[-50:-10] = bytes(40)
+    parsed = rf.parse_audio_message(bytes(data))
+    tracks = rf.open_message(parsed, opener(parsed))
+    assert (tracks.t1, tracks.t2, tracks.verified) == (T1, T2, ())
 
 
 def test_wrong_key_fails_the_hash_check():
     parsed = rf.parse_audio_message(message())
-    plain = dukpt.decrypt("tdes", BDK, parsed.ksn, parsed.ciphertext, KeyVariant.PIN)
-    t1, t2 = rf.split_tracks(parsed, plain)
-    with pytest.raises(HashMismatchError, match=r"^track 1 hash does not match the decrypted data$") as info:
-        rf.verify_track_hashes(parsed, t1, t2)
+    with pytest.raises(HashMismatchError, match=r"^track hash does not match the decrypted data$") as info:
+        rf.open_message(parsed, opener(parsed, variant=KeyVariant.PIN))
     assert info.value.code == 2140
-    with pytest.raises(HashMismatchError, match=r"^track 2 hash does not match the decrypted data$"):
-        rf.verify_track_hashes(parsed, T1, t2)
-    rf.verify_track_hashes(parsed, T1, T2)
+    # null hashes: the tracks' own LRC characters still catch corrupted data
+    data = bytearray(message())
+    data[-50:-10] = bytes(40)
+    nulled = rf.parse_audio_message(bytes(data))
+
+    def corrupting(n: int):
+        def decrypt(c: bytes) -> bytes:
+            plain = bytearray(dukpt.decrypt("tdes", BDK, nulled.ksn, c))
+            plain[n] ^= 0x01  # one digit of the PAN changes; sentinels and the LRC character stay
+            return bytes(plain)
+
+        return decrypt
+
+    with pytest.raises(HashMismatchError, match=r"^track 1 does not match its LRC or its masked field$"):
+        rf.open_message(nulled, corrupting(5))
+    with pytest.raises(HashMismatchError, match=r"^track 2 does not match its LRC or its masked field$"):
+        rf.open_message(nulled, corrupting(len(T1) + 5))
 
 
-def test_split_tracks_checks_the_plaintext_length():
+def test_open_checks_the_plaintext_length():
     parsed = rf.parse_audio_message(message())
     with pytest.raises(PayloadLengthError, match=r"^decrypted data length does not match the ciphertext$"):
-        rf.split_tracks(parsed, bytes(8))
+        rf.open_message(parsed, lambda data: bytes(8))
 
 
 # --- frame ------------------------------------------------------------------------------------------
@@ -330,9 +362,10 @@ def test_frame_and_payload_data_change_together():
 
 
 def test_explicit_unframed_flag():
-    with pytest.raises(TrackStatusError):
+    with pytest.raises(PayloadError) as info:
         # A frame read as card data: 0x02 encode type, then the length's low byte as a track status
         rf.parse_audio_message(rf.frame(message(hashes=False)), framed=False)
+    assert info.value.code in (2110, 2120)
 
 
 # --- rejections -------------------------------------------------------------------------------------
@@ -371,12 +404,23 @@ def test_too_long():
         rf.parse_audio_message("0" * (4 * rf.MAX_PAYLOAD_BYTES + 1))
 
 
-@pytest.mark.parametrize("cut", [1, 10, 20, 100, 200, 228])
+@pytest.mark.parametrize("cut", [1, 10, 19, 21, 100, 200, 228])
 def test_truncated(cut):
     data = message()
     with pytest.raises(PayloadLengthError) as info:
         rf.parse_audio_message(data[: len(data) - cut])
     assert info.value.code == 2110
+
+
+@pytest.mark.parametrize("cut", [20, 40])
+def test_truncated_by_whole_hashes_never_opens(cut):
+    # The length then closes with fewer hashes (hash presence is decided by length), but the KSN is
+    # taken from hash bytes: the key is wrong and the remaining hashes (or the LRCs) refuse it.
+    data = message()
+    parsed = rf.parse_audio_message(data[: len(data) - cut])
+    assert len(parsed.hashes) == 2 - cut // 20
+    with pytest.raises((HashMismatchError, dukpt.KsnError)):
+        rf.open_message(parsed, opener(parsed))
 
 
 def test_trailing_byte():
@@ -393,29 +437,28 @@ def status(data: bytes, value: int) -> bytes:
     return data[:1] + bytes([value]) + data[2:]
 
 
-@pytest.mark.parametrize(
-    ("value", "message_re"),
-    [
-        (0x5B, r"^track status declares data this format does not carry$"),
-        (0x9B, r"^track status declares data this format does not carry$"),
-        (0x1A, r"^track status disagrees with the track 1 length$"),
-        (0x19, r"^track status disagrees with the track 2 length$"),
-        (0x1F, r"^track status disagrees with the track 3 length$"),
-    ],
-)
-def test_status_errors(value, message_re):
-    with pytest.raises(TrackStatusError, match=message_re) as info:
+@pytest.mark.parametrize("value", [0x5B, 0x9B, 0x40, 0x80])
+def test_status_errors(value):
+    with pytest.raises(TrackStatusError, match=r"^track status declares data this format does not carry$") as info:
         rf.parse_audio_message(status(message(), value))
     assert info.value.code == 2120
 
 
-def test_status_hash_of_absent_track_and_no_tracks():
+@pytest.mark.parametrize("value", [0x00, 0x1A, 0x19, 0x1F, 0x3F, 0x07, 0x3C, 0x04])
+def test_status_bits_0_to_5_never_refuse(value):
+    # Real readers: bits 3-5 mean "sampling data present", bit 2 can be set with no track 3 (UniMag II:
+    # "always 1"), decode bits can be 0. The lengths and the data decide.
+    parsed = rf.parse_audio_message(status(message(), value))
+    assert parsed.track_status == value and parsed.hash_candidates[0] == (1, 2)
+    assert decrypt_tracks(parsed) == (T1, T2)
+
+
+def test_declared_hashes_do_not_decide_which_are_sent():
     only_t2 = message(b"", T2)
-    with pytest.raises(TrackStatusError, match=r"^track status declares a hash of absent track 1$"):
-        rf.parse_audio_message(status(only_t2, 0x1A))
-    with pytest.raises(TrackStatusError, match=r"^track status declares a hash of absent track 3$"):
-        rf.parse_audio_message(status(only_t2, 0x32))
-    with pytest.raises(TrackStatusError, match=r"^track status declares no track 1 or track 2 data$"):
+    parsed = rf.parse_audio_message(status(only_t2, 0x3A))  # declares T1 and T3 hashes, sends T2's
+    assert parsed.hash_candidates == ((2,),)
+    assert decrypt_tracks(parsed) == (b"", T2)
+    with pytest.raises(TrackStatusError, match=r"^the payload holds no track 1 or track 2 data$"):
         rf.parse_audio_message(bytes([0, 0x04, 0, 0, 3]) + b";1?" + bytes(10))
 
 
@@ -514,3 +557,235 @@ def test_builder_rejects_misuse():
         rf.build_audio_message(T1, T2, bytes(88), KSN, masked_t1=b"*")
     with pytest.raises(ValueError, match=r"^block_size must be 8 or 16 and ksn_length 10 or 12$"):
         rf.parse_audio_message(BASE, block_size=4)
+
+
+# --- enhanced format --------------------------------------------------------------------------------
+
+T3 = with_lrc(";333333333376767607070776767633?")
+AES_BDK, AES_KSN = h("FEDCBA9876543210F1F1F1F1F1F1F1F1"), h("123456789012345600000001")
+
+
+def enhanced(
+    tracks=(T1, T2, b""),
+    encrypted=(1, 2),
+    *,
+    scheme: Scheme = Scheme.TDES,
+    bdk: bytes = BDK,
+    ksn: bytes = KSN,
+    variant: KeyVariant = KeyVariant.DATA,
+    session_id: bytes | None = None,
+    **kwargs,
+) -> bytes:
+    cipher = {n: dukpt.encrypt(scheme, bdk, ksn, tracks[n - 1], variant) for n in encrypted}
+    if session_id is not None:
+        session_id = dukpt.encrypt(scheme, bdk, ksn, session_id, variant)
+    return rf.build_enhanced_message(
+        tracks, cipher, ksn, aes=scheme is not Scheme.TDES, session_id=session_id, **kwargs
+    )
+
+
+def open_tracks(parsed, *, scheme=Scheme.TDES, bdk=BDK, variant=KeyVariant.DATA):
+    return rf.open_message(parsed, opener(parsed, scheme=scheme, bdk=bdk, variant=variant))
+
+
+@pytest.mark.parametrize("framed", [False, True])
+def test_enhanced_parse_fields(framed):
+    data = enhanced(serial_number=b"0012345678")
+    parsed = rf.parse_audio_message(rf.frame(data) if framed else data)
+    assert parsed.format == rf.ENHANCED and parsed.framed is framed
+    assert (parsed.card_encode_type, parsed.clear_status, parsed.encrypted_status) == (0x80, 0x83, 0x9B)
+    assert parsed.lengths == (50, 36, 0) and parsed.encrypted_tracks == (1, 2)
+    assert [len(s.ciphertext) for s in parsed.segments] == [56, 40]  # each track padded on its own
+    assert parsed.cipher == "tdes" and parsed.block_size == 8 and parsed.pin_key is False
+    assert parsed.serial_number == b"0012345678" and parsed.ksn == KSN
+    assert parsed.masked(1).startswith(b"%") and parsed.masked(3) == b""
+    tracks = open_tracks(parsed)
+    assert (tracks.t1, tracks.t2, tracks.t3, tracks.verified) == (T1, T2, b"", (1, 2))
+
+
+def test_enhanced_segments_decrypt_in_one_call_like_separately():
+    parsed = rf.parse_audio_message(enhanced((T1, T2, T3), (1, 2, 3), session_id=bytes(8)))
+    calls = []
+
+    def decrypt(data: bytes) -> bytes:
+        calls.append(len(data))
+        return dukpt.decrypt("tdes", BDK, KSN, data)
+
+    tracks = rf.open_message(parsed, decrypt)
+    assert calls == [56 + 40 + 40 + 8]  # T1 50, T2 36, T3 33 bytes and the session ID, each padded
+    assert (tracks.t1, tracks.t2, tracks.t3, tracks.t3_encrypted) == (T1, T2, T3, True)
+    for segment, track in zip(parsed.segments, (T1, T2, T3, bytes(8)), strict=True):
+        assert dukpt.decrypt("tdes", BDK, KSN, segment.ciphertext) == dukpt.zero_pad(track, 8)
+
+
+@pytest.mark.parametrize("scheme", [Scheme.AES128])
+def test_enhanced_aes(scheme):
+    data = enhanced((T1, T2, T3), (1, 2, 3), scheme=scheme, bdk=AES_BDK, ksn=AES_KSN, session_id=bytes(8))
+    with pytest.raises(PayloadLengthError):
+        rf.parse_audio_message(data)  # a 10-byte KSN does not close the length equation
+    parsed = rf.parse_audio_message(data, ksn_length=12)
+    assert parsed.cipher == "aes" and parsed.block_size == 16 and parsed.ksn == AES_KSN
+    assert [len(s.ciphertext) for s in parsed.segments] == [64, 48, 48, 16]
+    tracks = open_tracks(parsed, scheme=scheme, bdk=AES_BDK)
+    assert (tracks.t1, tracks.t2, tracks.t3, tracks.verified) == (T1, T2, T3, (1, 2, 3))
+
+
+def test_enhanced_track3_clear_or_encrypted():
+    clear3 = rf.parse_audio_message(enhanced((T1, T2, T3), (1, 2)))
+    assert clear3.masked(3) == T3 and clear3.encrypted_tracks == (1, 2)
+    tracks = open_tracks(clear3)
+    assert (tracks.t3, tracks.t3_encrypted) == (T3, False)
+    # masked track 3 AND encrypted track 3 (SecureMag "new mask feature"): the decrypted one wins
+    masked3 = b"*" * len(T3)
+    both = rf.parse_audio_message(enhanced((T1, T2, T3), (1, 2, 3), clear={1: rf._star(T1), 3: masked3}))
+    assert both.masked(3) == masked3 and both.masked(2) == b""
+    tracks = open_tracks(both)
+    assert (tracks.t3, tracks.t3_encrypted, tracks.verified) == (T3, True, (1, 2, 3))
+
+
+def test_enhanced_clear_tracks_1_2_are_never_card_data():
+    # Track 2 only in clear (not encrypted): it is display data, not read as the card
+    parsed = rf.parse_audio_message(enhanced((T1, T2, b""), (1,), clear={1: rf._star(T1), 2: T2}, hashed=(1,)))
+    tracks = open_tracks(parsed)
+    assert (tracks.t1, tracks.t2) == (T1, b"")
+    with pytest.raises(TrackStatusError, match=r"^the payload holds no encrypted track 1 or track 2$") as info:
+        rf.parse_audio_message(enhanced((T1, T2, T3), (3,), clear={1: T1, 2: T2}))
+    assert info.value.code == 2120
+
+
+def test_enhanced_hash_flags_do_not_decide():
+    data = bytearray(enhanced((T1, T2, T3), (1, 2)))
+    data[6] = 0x80 | 0x03 | 0x20  # field 9: T1, T2 encrypted, only a T3 hash declared, KSN; two hashes sent
+    parsed = rf.parse_audio_message(bytes(data))
+    assert len(parsed.hashes) == 2 and parsed.hash_candidates == ((1, 2), (1, 3), (2, 3))
+    assert open_tracks(parsed).verified == (1, 2)
+    none_sent = rf.parse_audio_message(enhanced(hashed=()))
+    assert none_sent.hashes == () and open_tracks(none_sent).verified == ()
+
+
+def test_enhanced_unimag_ii_layout():
+    # field 8 = 0x83, field 9 = 0x83: masked T1/T2, encrypted T1/T2, serial number, KSN, no hashes;
+    # track status bit 2 "always 1" with no track 3
+    data = enhanced(hashed=(), serial_number=b"0012345678", track_status=0x1F)
+    parsed = rf.parse_audio_message(rf.frame(data))
+    assert (parsed.track_status, parsed.clear_status, parsed.encrypted_status) == (0x1F, 0x83, 0x83)
+    assert parsed.serial_number == b"0012345678" and parsed.hashes == ()
+    tracks = open_tracks(parsed)
+    assert (tracks.t1, tracks.t2) == (T1, T2)
+
+
+def test_enhanced_pin_key_flag():
+    parsed = rf.parse_audio_message(enhanced(variant=KeyVariant.PIN, pin_key=True))
+    assert parsed.pin_key is True and parsed.clear_status & 0x40
+    assert open_tracks(parsed, variant=KeyVariant.PIN).t2 == T2
+    with pytest.raises(HashMismatchError):
+        open_tracks(parsed)  # the data-variant key is the wrong key
+
+
+def test_enhanced_field8_bit5_is_not_the_cipher():
+    # SecureHead: field 8 bit 5 = "use IC where feasible"; the cipher is bit 4 alone
+    data = bytearray(enhanced())
+    data[5] |= 0x20
+    parsed = rf.parse_audio_message(bytes(data))
+    assert parsed.cipher == "tdes" and open_tracks(parsed).t1 == T1
+
+
+def optional_bytes(data: bytes, optional: bytes) -> bytes:
+    """Insert SREDKey 2 field 10 (optional-bytes length) and its optional bytes after field 9."""
+    return data[:1] + bytes([data[1] | 0x40]) + data[2:7] + bytes([len(optional)]) + optional + data[7:]
+
+
+def test_enhanced_optional_bytes_and_sha256():
+    plain = enhanced(hashed=())
+    parsed = rf.parse_audio_message(optional_bytes(plain, b""))
+    assert open_tracks(parsed).t1 == T1
+    # optional status byte 1 bit 0: SHA-256 hashes (32 bytes)
+    sha256 = plain[:-10] + hashlib.sha256(T1).digest() + hashlib.sha256(T2).digest() + plain[-10:]
+    sha256 = sha256[:6] + bytes([sha256[6] | 0x18]) + sha256[7:]
+    parsed = rf.parse_audio_message(optional_bytes(sha256, b"\x01\x00"))
+    assert [len(x) for x in parsed.hashes] == [32, 32]
+    assert open_tracks(parsed).verified == (1, 2)
+    with pytest.raises(PayloadLengthError):
+        rf.parse_audio_message(optional_bytes(sha256, b"\x00"))  # 64 bytes are not whole SHA-1 hashes
+
+
+@pytest.mark.parametrize("option", [b"\x02", b"\x20", b"\x12"])
+def test_enhanced_unsupported_options(option):
+    with pytest.raises(TrackStatusError, match=r"^the payload uses an encryption or MAC option") as info:
+        rf.parse_audio_message(optional_bytes(enhanced(), option))
+    assert info.value.code == 2120
+
+
+@pytest.mark.parametrize(
+    ("mutate", "message_re"),
+    [
+        (lambda d: d[:1] + bytes([d[1] | 0x80]) + d[2:], r"^track status declares data this format does not carry$"),
+        (lambda d: d[:6] + bytes([d[6] & 0x7F]) + d[7:], r"^the payload carries no KSN$"),
+    ],
+    ids=["reserved-status-bit", "no-ksn"],
+)
+def test_enhanced_status_errors(mutate, message_re):
+    with pytest.raises(TrackStatusError, match=message_re) as info:
+        rf.parse_audio_message(mutate(enhanced()))
+    assert info.value.code == 2120
+
+
+@pytest.mark.parametrize("cut", [1, 7, 10, 21, 100, 150, 181])
+def test_enhanced_truncated_or_extended(cut):
+    data = enhanced()
+    for bad in (data[: len(data) - cut], data + bytes(cut % 19 + 1)):
+        with pytest.raises(PayloadLengthError) as info:
+            rf.parse_audio_message(bad)
+        assert info.value.code == 2110
+    with pytest.raises(PayloadLengthError, match=r"^device payload is too short$"):
+        rf.parse_audio_message(data[:6])
+
+
+def test_enhanced_ciphertext_or_hash_flip_fails():
+    data = enhanced()
+    parsed = rf.parse_audio_message(data)
+    for position in (7 + 86, 7 + 86 + 55, 7 + 86 + 56, 7 + 86 + 95, len(data) - 50, len(data) - 11):
+        bad = bytearray(data)
+        bad[position] ^= 0x01
+        with pytest.raises(HashMismatchError):
+            open_tracks(rf.parse_audio_message(bytes(bad)))
+    assert open_tracks(parsed).t2 == T2
+
+
+def test_enhanced_builder_rejects_misuse():
+    with pytest.raises(ValueError, match=r"^a ciphertext does not match its track and block size$"):
+        rf.build_enhanced_message((T1, T2, b""), {1: bytes(8)}, KSN)
+    with pytest.raises(ValueError, match=r"^a clear/masked field differs in length from its track$"):
+        rf.build_enhanced_message((T1, T2, b""), {}, KSN, clear={1: b"*"})
+    with pytest.raises(ValueError, match=r"^the serial number field is 10 bytes$"):
+        rf.build_enhanced_message((T1, T2, b""), {}, KSN, serial_number=b"1")
+
+
+BASE_ENHANCED = rf.frame(enhanced((T1, T2, T3), (1, 2, 3), serial_number=b"0012345678"))
+BASE_UNIMAG = rf.frame(enhanced(hashed=(), serial_number=b"0012345678", track_status=0x1F))
+
+
+@settings(suppress_health_check=[HealthCheck.too_slow], max_examples=300)
+@given(
+    base=st.sampled_from([BASE_ENHANCED, BASE_UNIMAG]),
+    position=st.integers(min_value=0, max_value=len(BASE_ENHANCED) - 1),
+    value=st.integers(min_value=0, max_value=255),
+    cut=st.integers(min_value=0, max_value=40),
+    extra=st.binary(max_size=8),
+    refit=st.booleans(),
+)
+def test_mutated_enhanced_payloads(base, position, value, cut, extra, refit):
+    data = bytearray(base)
+    data[position % len(data)] = value
+    mutated = bytes(data[: len(data) - cut]) + extra
+    if refit and len(mutated) > 6:  # keep the frame valid around the mutated card data
+        mutated = rf.frame(mutated[3:-3])
+    parsed = parse_or_payload_error(mutated)
+    if parsed is None:
+        return
+    try:
+        tracks = open_tracks(parsed)
+    except (HashMismatchError, dukpt.KsnError, dukpt.DecryptionError):
+        return
+    # What opens is the card itself, hashes or not: a mutation that survives changed no byte of tracks 1, 2
+    assert tracks.t1 in (T1, b"") and tracks.t2 in (T2, b"")

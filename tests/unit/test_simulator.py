@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vaultcore.cards import reader_formats as rf
-from vaultcore.crypto import dukpt
+from vaultcore.crypto import dukpt, dukpt_aes
 from vaultcore.crypto.dukpt import KeyVariant, Scheme
 from vaultcore.devices import simulator as sim
 from vaultcore.devices.simulator import Card, Mode
@@ -160,14 +160,55 @@ def test_audio_reader_round_trip(scheme, mode, framed, hashes):
     parsed = rf.parse_audio_message(
         out["devicePayload"], block_size=dukpt.block_size(scheme), ksn_length=dukpt.ksn_length(scheme)
     )
-    assert parsed.ksn == ksn and parsed.framed is framed
-    assert (parsed.t1_hash is not None) is (hashes and mode is not Mode.TRACK2)
-    plain = dukpt.decrypt(scheme, bdk, parsed.ksn, parsed.ciphertext)
-    t1, t2 = rf.split_tracks(parsed, plain)
-    rf.verify_track_hashes(parsed, t1, t2)
+    assert parsed.ksn == ksn and parsed.framed is framed and parsed.format == rf.ORIGINAL
+    assert len(parsed.hashes) == (2 if mode is Mode.SWIPED else 1) * hashes
+    t1, t2 = open_tracks(parsed, scheme, bdk)
     assert t1 == (expected_plaintext(Mode.TRACK1, CARD) if mode is not Mode.TRACK2 else b"")
     assert t2 == (expected_plaintext(Mode.TRACK2, CARD) if mode is not Mode.TRACK1 else b"")
-    assert parsed.masked_t1 == (sim.masked_track1(CARD) if t1 else b"")
+    assert parsed.masked(1) == (sim.masked_track1(CARD) if t1 else b"")
+
+
+def open_tracks(parsed, scheme, bdk, variant="data"):
+    tracks = rf.open_message(parsed, lambda data: dukpt.decrypt(scheme, bdk, parsed.ksn, data, variant))
+    return tracks.t1, tracks.t2
+
+
+@pytest.mark.parametrize("scheme", list(Scheme))
+@pytest.mark.parametrize("payload_format", ["enhanced", "unimag-ii"])
+@pytest.mark.parametrize("mode", list(sim.AUDIO_READER_MODES))
+@pytest.mark.parametrize("framed", [False, True])
+def test_audio_reader_enhanced_round_trip(scheme, payload_format, mode, framed):
+    bdk, ksn = KEYS[scheme]
+    out = sim.audio_reader_payload(CARD, mode, scheme=scheme, bdk=bdk, ksn=ksn, framed=framed,
+                                   payload_format=payload_format)
+    parsed = rf.parse_audio_message(out["devicePayload"], ksn_length=dukpt.ksn_length(scheme))
+    assert parsed.format == rf.ENHANCED and parsed.framed is framed and parsed.ksn == ksn
+    assert parsed.cipher == ("tdes" if scheme is Scheme.TDES else "aes")
+    assert parsed.block_size == dukpt.block_size(scheme)
+    n_tracks = 2 if mode is Mode.SWIPED else 1
+    assert len(parsed.segments) == n_tracks  # each track encrypted separately
+    unimag = payload_format == "unimag-ii"
+    assert len(parsed.hashes) == (0 if unimag else n_tracks)
+    assert parsed.serial_number == (sim.DEFAULT_SERIAL if unimag else None)
+    assert (parsed.track_status & 0x04 == 0x04) is unimag  # UniMag II: bit 2 always set, no track 3
+    t1, t2 = open_tracks(parsed, scheme, bdk)
+    assert t1 == (expected_plaintext(Mode.TRACK1, CARD) if mode is not Mode.TRACK2 else b"")
+    assert t2 == (expected_plaintext(Mode.TRACK2, CARD) if mode is not Mode.TRACK1 else b"")
+
+
+def test_audio_reader_aes_with_the_tdes_data_key():
+    bdk, ksn = KEYS[Scheme.TDES]
+    out = sim.audio_reader_payload(CARD, scheme=Scheme.TDES, bdk=bdk, ksn=ksn, payload_format="enhanced",
+                                   aes_data_key=True)
+    parsed = rf.parse_audio_message(out["devicePayload"])
+    assert parsed.cipher == "aes" and parsed.block_size == 16 and len(parsed.ksn) == 10
+    key = dukpt.data_key("tdes", bdk, ksn)
+    tracks = rf.open_message(parsed, lambda data: dukpt_aes.aes_cbc_decrypt(key, data))
+    assert (tracks.t1, tracks.t2) == (sim.track1(CARD), sim.track2(CARD))
+    with pytest.raises(ValueError, match=r"^an AES data key is for the enhanced formats with a TDES BDK$"):
+        sim.audio_reader_payload(CARD, aes_data_key=True)
+    with pytest.raises(ValueError, match=r"^payload format must be original, enhanced or unimag-ii$"):
+        sim.audio_reader_payload(CARD, payload_format="v2")
 
 
 @pytest.mark.parametrize("mode", [Mode.KEYED, Mode.EMV57, Mode.EMV5A])
@@ -201,8 +242,7 @@ def test_random_cards_round_trip(pan, expiry, name, cvv, scheme, mode):
         parsed = rf.parse_audio_message(
             audio["devicePayload"], block_size=dukpt.block_size(scheme), ksn_length=dukpt.ksn_length(scheme)
         )
-        t1, t2 = rf.split_tracks(parsed, dukpt.decrypt(scheme, bdk, ksn, parsed.ciphertext))
-        rf.verify_track_hashes(parsed, t1, t2)
+        t1, t2 = open_tracks(parsed, scheme, bdk)
         assert (t1 or t2) == expected_plaintext(mode, card)
 
 
@@ -230,8 +270,7 @@ def test_cli_round_trip(capsys, scheme, device_type, mode):
         parsed = rf.parse_audio_message(
             out["devicePayload"], block_size=dukpt.block_size(scheme), ksn_length=dukpt.ksn_length(scheme)
         )
-        t1, t2 = rf.split_tracks(parsed, dukpt.decrypt(scheme, bdk, parsed.ksn, parsed.ciphertext))
-        rf.verify_track_hashes(parsed, t1, t2)
+        t1, t2 = open_tracks(parsed, scheme, bdk)
         assert t1 + t2 == (sim.track1(card) if mode != "track2" else b"") + (
             sim.track2(card) if mode != "track1" else b""
         )
@@ -248,9 +287,15 @@ def test_cli_explicit_keys_frame_and_variant(capsys):
     ]
     assert sim.main([*argv, "--frame", "--no-hashes", "--variant", "pin"]) == 0
     parsed = rf.parse_audio_message(json.loads(capsys.readouterr().out)["devicePayload"])
-    assert parsed.framed and parsed.t1_hash is None and parsed.ksn == h("FFFF9876543210E00008")
-    plain = dukpt.decrypt("tdes", KEYS[Scheme.TDES][0], parsed.ksn, parsed.ciphertext, "pin")
-    assert rf.split_tracks(parsed, plain)[1] == sim.track2(Card())
+    assert parsed.framed and parsed.hashes == () and parsed.ksn == h("FFFF9876543210E00008")
+    assert open_tracks(parsed, "tdes", KEYS[Scheme.TDES][0], "pin")[1] == sim.track2(Card())
+    # enhanced format, PIN variant: field 8 bit 6 says so
+    assert sim.main([*argv, "--format", "unimag-ii", "--variant", "pin"]) == 0
+    parsed = rf.parse_audio_message(json.loads(capsys.readouterr().out)["devicePayload"])
+    assert parsed.pin_key and parsed.serial_number == sim.DEFAULT_SERIAL
+    assert open_tracks(parsed, "tdes", KEYS[Scheme.TDES][0], "pin")[1] == sim.track2(Card())
+    assert sim.main([*argv, "--format", "enhanced", "--aes-data-key"]) == 0
+    assert rf.parse_audio_message(json.loads(capsys.readouterr().out)["devicePayload"]).cipher == "aes"
 
 
 @pytest.mark.parametrize(

@@ -11,6 +11,12 @@ Terminal plaintext (``<device_type_terminal>``), after the cipher's zero padding
 - bare tag 57 value (BCD, ``D`` separator, ``F`` pad) or bare 5A value (BCD, ``F`` pad): EMV likewise;
 - ASCII ``PAN[=YYMM[=CVV]]``: keyed entry (the platform's definition of how expiry and CVV travel with it).
 
+Audio-reader payloads (``<device_type_audio_reader>``): the ID TECH original or enhanced format, framed or not
+(:mod:`vaultcore.cards.reader_formats`); the KSN is inside. All the encrypted data is decrypted in one call,
+the SHA-1 hashes decide whether the decryption is right (2140 otherwise), and the tracks are read as a swipe.
+The payload's own cipher (enhanced field 8) must be one the device's BDK can use (2120 otherwise); field 8
+bit 6 ("PIN key encryption") selects the PIN variant instead of the profile's.
+
 Nothing here logs decrypted data; errors carry codes and fixed messages only.
 """
 
@@ -37,7 +43,7 @@ from vaultcore.cards.tracks import (
     strip_track_bytes,
 )
 from vaultcore.crypto import dukpt
-from vaultcore.devices.decryptors import decryptor_for
+from vaultcore.devices.decryptors import cipher_usable, decryptor_for
 from vaultcore.devices.profiles import DeviceProfile, profile_for
 from vaultcore.devices.registry import Bdk, Device, load_bdk, load_device
 from vaultcore.errors import Conflict, DependencyError, ValidationError
@@ -168,9 +174,9 @@ def _decode_hex(text: Any, code: int, what: str) -> bytes:
     return bytes.fromhex(compact)
 
 
-def _decrypt(bdk: Bdk, ksn: bytes, ciphertext: bytes, variant: str) -> bytes:
+def _decrypt(bdk: Bdk, ksn: bytes, ciphertext: bytes, variant: str, cipher: str | None = None) -> bytes:
     try:
-        return decryptor_for(bdk).decrypt(bdk, ksn, ciphertext, variant)
+        return decryptor_for(bdk).decrypt(bdk, ksn, ciphertext, variant, cipher)
     except dukpt.KsnError:
         raise ParserError("The KSN is invalid.", code=2400) from None
     except dukpt.DecryptionError as exc:
@@ -198,13 +204,17 @@ def decrypt_device_payload(device: Device, profile: DeviceProfile, payload: Any,
                                                      ksn_length=dukpt.ksn_length(bdk.scheme))
     except reader_formats.PayloadError as exc:
         raise ParserError("The device payload is malformed.", code=exc.code) from None
-    plaintext = _decrypt(bdk, message.ksn, message.ciphertext, profile.key_variant)
+    if message.format not in profile.payload_formats:
+        raise ParserError("This device type does not send this payload format.", code=2100)
+    if not cipher_usable(bdk.scheme, message.cipher):
+        raise ParserError("The payload's cipher cannot be used with this device's key.", code=2120)
+    variant = dukpt.KeyVariant.PIN.value if message.pin_key else profile.key_variant
     try:
-        t1, t2 = reader_formats.split_tracks(message, plaintext)
-        reader_formats.verify_track_hashes(message, t1, t2)
+        tracks = reader_formats.open_message(
+            message, lambda data: _decrypt(bdk, message.ksn, data, variant, message.cipher))
     except reader_formats.PayloadError as exc:
         raise ParserError("The decrypted tracks do not match their hashes (wrong key?).", code=exc.code) from None
-    return _track_card(t1 + t2)
+    return _track_card(tracks.t1 + tracks.t2)
 
 
 def decrypt_for_partner(partner_id: str, device_type: Any, serial: Any, payload: Any, ksn: Any,

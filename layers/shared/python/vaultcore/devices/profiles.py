@@ -7,8 +7,11 @@ Built in (spec: ``<device_type_terminal>`` and ``<device_type_audio_reader>``):
 
 - ``terminal``: the KSN travels in the request's ``ksn``; the payload is one encrypted field (keyed entry,
   track 1, track 2, or EMV tag 57/5A), decided from the decrypted content.
-- ``audio-reader``: the audio-jack swipe reader; the hex payload carries masked tracks, the encrypted tracks,
-  their SHA-1 hashes and the KSN (ID TECH original format), optionally in its STX/ETX device frame.
+- ``audio-reader``: the audio-jack swipe reader (ID TECH family: UniMag/Shuttle, SecureMag, iMag, BT Mag...); the
+  hex payload carries masked tracks, the encrypted tracks, their SHA-1 hashes and the KSN, in the ID TECH
+  original format (T1||T2 one CBC stream) or enhanced format (each track encrypted separately, fields 8/9,
+  optional serial number; the UniMag II layout is one of its forms), told apart by the card encode type byte,
+  bare or in the STX/ETX device frame (:mod:`vaultcore.cards.reader_formats`).
 
 Both use the data-encryption key variant with the X9.24-1 one-way function, CBC with a zero IV (public facts).
 """
@@ -29,8 +32,10 @@ class DeviceProfile:
     cipher_mode: str = "CBC"
     iv_hex: str = ""  # empty: all-zero IV of the cipher's block size
     description: str = ""
+    # audio-reader layout: the ID TECH payload formats the model sends (reader_formats.ORIGINAL / ENHANCED)
+    payload_formats: tuple[str, ...] = ()
 
-    def to_dict(self) -> dict[str, str]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -39,8 +44,9 @@ PROFILES: dict[str, DeviceProfile] = {
     for p in (
         DeviceProfile("terminal", "terminal-field", "request",
                       description="Terminal sending one encrypted field (keyed, track 1/2, EMV 57/5A) and its KSN."),
-        DeviceProfile("audio-reader", "audio-reader", "payload",
-                      description="Audio-jack swipe reader; KSN, masked tracks and hashes inside the payload."),
+        DeviceProfile("audio-reader", "audio-reader", "payload", payload_formats=("original", "enhanced"),
+                      description="Audio-jack swipe reader (ID TECH original or enhanced format, framed or not); "
+                                  "KSN, masked tracks and hashes inside the payload."),
         # A profile only (no code): MagTek-style readers encrypt card data with the PIN variant and no
         # one-way function by default (MagneSafe "Card Data Encryption Variant").
         DeviceProfile("terminal-pin-variant", "terminal-field", "request", key_variant="pin",

@@ -17,9 +17,13 @@ swiped  audio reader only: track 1 and track 2 in one message
 ======  ==========================================================================================
 
 LRCs follow ISO/IEC 7811 (:func:`vaultcore.cards.reader_formats.track_lrc`). A terminal payload is the
-encrypted field alone (its KSN travels beside it); an audio-reader payload is the original-format message
-of :mod:`vaultcore.cards.reader_formats` with the KSN inside, SHA-1 track hashes and, with ``--frame``,
-the device frame. Audio readers swipe only: ``keyed``/``emv57``/``emv5a`` are terminal modes.
+encrypted field alone (its KSN travels beside it); an audio-reader payload is an ID TECH message of
+:mod:`vaultcore.cards.reader_formats` with the KSN inside and, with ``--frame``, the device frame. Its
+``--format``: ``original`` (T1||T2 one CBC stream, SHA-1 hashes), ``enhanced`` (each track encrypted
+separately, fields 8/9, SHA-1 hashes) or ``unimag-ii`` (enhanced layout without hashes, with a 10-byte serial
+number, track status bit 2 always set). ``--aes-data-key`` (enhanced formats, TDES scheme): AES-CBC under the
+TDES DUKPT data key, as ID TECH readers set to AES do. Audio readers swipe only:
+``keyed``/``emv57``/``emv5a`` are terminal modes.
 
 Defaults: TDES demo BDK ``0123456789ABCDEFFEDCBA9876543210`` (also used for ``aes128``) with KSN
 ``FFFF9876543210E00001``; ``aes256`` uses the X9.24-3 test BDK
@@ -37,12 +41,13 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from vaultcore.cards import reader_formats
-from vaultcore.crypto import dukpt
+from vaultcore.crypto import dukpt, dukpt_aes
 from vaultcore.crypto.dukpt import KeyVariant, Scheme
 
 __all__ = [
     "DEVICE_TYPE_TERMINAL",
     "DEVICE_TYPE_AUDIO_READER",
+    "AUDIO_FORMATS",
     "DEFAULT_BDK",
     "DEFAULT_KSN",
     "Mode",
@@ -87,6 +92,8 @@ class Mode(StrEnum):
     SWIPED = "swiped"
 
 
+AUDIO_FORMATS = ("original", "enhanced", "unimag-ii")
+DEFAULT_SERIAL = b"0012345678"  # UniMag II: 10 bytes, '0'-padded on the left
 TERMINAL_MODES = (Mode.KEYED, Mode.TRACK1, Mode.TRACK2, Mode.EMV57, Mode.EMV5A)
 AUDIO_READER_MODES = (Mode.SWIPED, Mode.TRACK1, Mode.TRACK2)
 
@@ -223,26 +230,55 @@ def audio_reader_payload(
     hashes: bool = True,
     framed: bool = False,
     device_type: str = DEVICE_TYPE_AUDIO_READER,
+    payload_format: str = "original",
+    aes_data_key: bool = False,
 ) -> dict[str, str]:
     """An audio reader's request fields: ``deviceType`` and ``devicePayload`` (hex, KSN inside)."""
     scheme, mode = Scheme(scheme), Mode(mode)
     if mode not in AUDIO_READER_MODES:
         raise ValueError("an audio reader only swipes: mode must be swiped, track1 or track2")
+    if payload_format not in AUDIO_FORMATS:
+        raise ValueError("payload format must be original, enhanced or unimag-ii")
+    if aes_data_key and (payload_format == "original" or scheme is not Scheme.TDES):
+        raise ValueError("an AES data key is for the enhanced formats with a TDES BDK")
     bdk = bytes.fromhex(DEFAULT_BDK[scheme]) if bdk is None else bdk
     ksn = bytes.fromhex(DEFAULT_KSN[scheme]) if ksn is None else ksn
     t1 = track1(card) if mode in (Mode.SWIPED, Mode.TRACK1) else b""
     t2 = track2(card) if mode in (Mode.SWIPED, Mode.TRACK2) else b""
-    ciphertext = dukpt.encrypt(scheme, bdk, ksn, t1 + t2, variant)
-    message = reader_formats.build_audio_message(
-        t1,
-        t2,
-        ciphertext,
-        ksn,
-        masked_t1=masked_track1(card) if t1 else b"",
-        masked_t2=masked_track2(card) if t2 else b"",
-        hashes=hashes,
-        block_size=dukpt.block_size(scheme),
-    )
+    masked = {1: masked_track1(card) if t1 else b"", 2: masked_track2(card) if t2 else b""}
+    if payload_format == "original":
+        message = reader_formats.build_audio_message(
+            t1,
+            t2,
+            dukpt.encrypt(scheme, bdk, ksn, t1 + t2, variant),
+            ksn,
+            masked_t1=masked[1],
+            masked_t2=masked[2],
+            hashes=hashes,
+            block_size=dukpt.block_size(scheme),
+        )
+    else:
+
+        def encrypt(track: bytes) -> bytes:
+            if aes_data_key:  # ID TECH: TDES DUKPT data key used as the AES-128 key
+                key = dukpt.data_key(scheme, bdk, ksn, variant)
+                return dukpt_aes.aes_cbc_encrypt(key, dukpt.zero_pad(track, dukpt_aes.BLOCK_SIZE))
+            return dukpt.encrypt(scheme, bdk, ksn, track, variant)
+
+        tracks = {n: t for n, t in ((1, t1), (2, t2)) if t}
+        unimag = payload_format == "unimag-ii"
+        message = reader_formats.build_enhanced_message(
+            (t1, t2, b""),
+            {n: encrypt(t) for n, t in tracks.items()},
+            ksn,
+            clear={n: masked[n] for n in tracks},
+            hashed=tracks if hashes and not unimag else (),
+            serial_number=DEFAULT_SERIAL if unimag else None,
+            aes=aes_data_key or scheme is not Scheme.TDES,
+            pin_key=KeyVariant(variant) is KeyVariant.PIN,
+            # UniMag II manual: track status bit 2 "always 1"; bits 3/4 T1/T2 sampling data present
+            track_status=(0x04 | sum({1: 0x09, 2: 0x12}[n] for n in tracks)) if unimag else None,
+        )
     if framed:
         message = reader_formats.frame(message)
     return {"deviceType": device_type, "devicePayload": message.hex().upper()}
@@ -269,6 +305,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--discretionary", default="0000000000")
     p.add_argument("--frame", action="store_true", help="audio reader: wrap the message in the device frame")
     p.add_argument("--no-hashes", action="store_true", help="audio reader: leave the track hashes out")
+    p.add_argument("--format", choices=AUDIO_FORMATS, default="original", help="audio reader: ID TECH payload format")
+    p.add_argument("--aes-data-key", action="store_true",
+                   help="audio reader, enhanced formats, tdes: AES-CBC under the TDES DUKPT data key")
     return p
 
 
@@ -305,6 +344,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 variant=args.variant,
                 hashes=not args.no_hashes,
                 framed=args.frame,
+                payload_format=args.format,
+                aes_data_key=args.aes_data_key,
             )
         else:
             out = terminal_payload(card, mode, scheme=scheme, bdk=bdk, ksn=ksn, variant=args.variant)
