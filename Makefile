@@ -6,7 +6,8 @@ PORT ?= 3000
 export SAM_CLI_TELEMETRY := 0
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: run test lint unit integration e2e sam-validate sam-build bench clean deploy-cert deploy-prod venv
+.PHONY: run test lint unit integration e2e sam-validate sam-build bench clean deploy-cert deploy-prod venv invoke \
+	sam-local-build
 
 venv: $(VENV)/.installed
 
@@ -20,6 +21,18 @@ $(VENV)/.installed: requirements-dev.txt
 
 run: venv
 	$(PY) -m local.runner --port $(PORT)
+
+# One event through one function against the running `make run` (no Docker):
+#   make invoke FN=PartnerValidateFunction EVENT=events/partner_validate.json   (FN may be left out)
+invoke: venv
+	@test -n "$(EVENT)" || { echo "usage: make invoke [FN=<LogicalId>] EVENT=events/<file>.json"; exit 2; }
+	$(PY) -m local.invoke $(FN) $(EVENT)
+
+# For `sam local invoke/start-api` (Docker) against the running `make run`: README "Running single functions".
+sam-local-build: venv
+	@test -f .local/template.sam-local.json || { echo "start make run first (it writes .local/template.sam-local.json)"; exit 2; }
+	PIP=$(abspath $(VENV))/bin/pip $(VENV)/bin/sam build --region $(AWS_DEFAULT_REGION) \
+		-t .local/template.sam-local.json --build-dir .local/sam-build
 
 lint: venv
 	$(VENV)/bin/ruff check .

@@ -1,0 +1,103 @@
+"""Every event of events/ through `python -m local.invoke` (a fresh process per event, as `sam local invoke`
+would run it) against the session's runner, and the runner's env.json (sam --env-vars format)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from local.template import load_template, parameters_with_defaults, render
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENTS = sorted((ROOT / "events").glob("*.json"))
+# The answer each event gets against the demo data (events/README.md); any other event: not a 5xx.
+EXPECTED_STATUS = {"wallet_session.json": 400, "wallet_domain_association.json": 404}
+
+
+def _state_dir(runner) -> Path:
+    return runner.stdout.parent  # the runner was started with --state-dir <this folder>
+
+
+def _functions() -> dict[str, dict]:
+    template = load_template()
+    resources = render(template, parameters_with_defaults(template, {"Environment": "cert"}))
+    return {n: r for n, r in resources.items() if r["Type"] == "AWS::Serverless::Function"}
+
+
+def test_env_json_has_every_function_with_all_its_variables(runner):
+    env = json.loads((_state_dir(runner) / "env.json").read_text())
+    functions = _functions()
+    assert set(env) == set(functions)
+    globals_names = set(load_template()["Globals"]["Function"]["Environment"]["Variables"])
+    for name, resource in functions.items():
+        own = (resource["Properties"].get("Environment") or {}).get("Variables") or {}
+        missing = (globals_names | set(own)) - set(env[name])
+        assert not missing, f"{name} lacks {missing}"
+        values = env[name]
+        assert values["AWS_ENDPOINT_URL"] == runner.demo["awsEndpoint"]
+        assert values["VAULT_ALLOW_LOCAL_EGRESS"] == "1" and values["ENVIRONMENT"] == "cert"
+        assert values["POSTBACK_QUEUE_URL"].startswith(runner.demo["awsEndpoint"])
+        assert all(isinstance(v, str) and v != "" for v in values.values()), name
+    sam_template = json.loads((_state_dir(runner) / "template.sam-local.json").read_text())
+    declared = sam_template["Globals"]["Function"]["Environment"]["Variables"]
+    assert {n for values in env.values() for n in values} <= set(declared)
+
+
+def _invoke(runner, event: Path, *options: str) -> tuple[int, str, str]:
+    proc = subprocess.run([sys.executable, "-m", "local.invoke", "--state-dir", str(_state_dir(runner)), *options,
+                           str(event)], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    return proc.returncode, proc.stdout, proc.stderr
+
+
+@pytest.mark.parametrize("event", EVENTS, ids=lambda p: p.name)
+def test_every_event_runs_through_local_invoke(runner, event):
+    code, out, err = _invoke(runner, event)
+    assert code == 0, f"{event.name}: exit {code}\n{err[-2000:]}"
+    result = json.loads(out)
+    if "statusCode" in result:  # an API Gateway proxy result
+        status = result["statusCode"]
+        assert status == EXPECTED_STATUS.get(event.name, status) and status < 500, (event.name, result)
+        if event.name not in EXPECTED_STATUS:
+            assert status == 200, (event.name, result)
+            body = result["body"]
+            if result["headers"].get("Content-Type", "").startswith("application/json"):
+                payload = json.loads(body)
+                assert payload.get("success", True) is True and payload.get("error", False) is False, payload
+    elif event.name == "postback_batch.json":
+        assert result == {"batchItemFailures": []}
+    else:
+        assert set(result) == {"sent"}
+
+
+def test_a_5xx_answer_makes_local_invoke_exit_1(runner, tmp_path):
+    env = json.loads((_state_dir(runner) / "env.json").read_text())
+    env["PartnerValidateFunction"]["AWS_ENDPOINT_URL"] = "http://127.0.0.1:9"  # nothing listens: DynamoDB is down
+    env_file = tmp_path / "env.json"
+    env_file.write_text(json.dumps(env))
+    code, out, _ = _invoke(runner, ROOT / "events" / "partner_validate.json", "--env-vars", str(env_file))
+    assert code == 1 and json.loads(out)["statusCode"] >= 500
+
+
+def test_an_event_no_function_takes_is_a_usage_error(runner, tmp_path):
+    event = json.loads((ROOT / "events" / "partner_validate.json").read_text())
+    event["resource"] = "/nowhere"
+    path = tmp_path / "broken.json"
+    path.write_text(json.dumps(event))
+    code, _, err = _invoke(runner, path)
+    assert code == 2 and "name the function" in err
+
+
+def test_print_event_fills_placeholders_and_signs(runner):
+    proc = subprocess.run([sys.executable, "-m", "local.invoke", "--state-dir", str(_state_dir(runner)),
+                           "--print-event", "ProxyFunction", str(ROOT / "events" / "proxy_tokenize.json")],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    event = json.loads(proc.stdout)
+    ref = runner.demo["proxyTokenizeConfig"]["configReferenceID"]
+    assert event["pathParameters"]["configReferenceID"] == ref and ref in event["path"]
+    assert event["headers"]["Authorization"].startswith('Hmac username="demo"')
+    assert "{{" not in proc.stdout
