@@ -6,7 +6,7 @@ PORT ?= 3000
 export SAM_CLI_TELEMETRY := 0
 export AWS_DEFAULT_REGION ?= us-east-1
 
-.PHONY: run test lint unit integration e2e sam-validate sam-build bench clean deploy-cert deploy-prod venv invoke \
+.PHONY: run test lint unit integration e2e sam-validate sam-build bench fuzz clean deploy-cert deploy-prod venv invoke \
 	sam-local-build
 
 venv: $(VENV)/.installed
@@ -53,6 +53,10 @@ sam-build: venv
 	PIP=$(abspath $(VENV))/bin/pip $(VENV)/bin/sam build --region $(AWS_DEFAULT_REGION)
 
 test: lint unit integration e2e sam-validate sam-build
+
+# The property-based input test with many more examples than CI's run (tests/integration/test_input_gate_fuzz.py).
+fuzz: venv
+	HYPOTHESIS_PROFILE=fuzz-large $(VENV)/bin/pytest -q -p no:logging tests/integration/test_input_gate_fuzz.py
 
 bench: venv
 	$(PY) -m bench.run_all

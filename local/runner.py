@@ -4,9 +4,9 @@
 - creates every table, queue and key from the resources in template.yaml;
 - serves every API route of the template, and the management API, on one loopback port by turning HTTP
   requests into API Gateway (REST, proxy) events for the handlers the template names;
-- polls SQS for functions with SQS events as an event source mapping would (five batches at once, partial batch
-  failures, the function's timeout failing the whole batch, visibility timeout; the queue's redrive policy
-  moves exhausted messages to the DLQ);
+- polls SQS for functions with SQS events as an event source mapping would (five batches at once, each filled
+  for up to the batching window, partial batch failures, the function's timeout failing the whole batch,
+  visibility timeout; the queue's redrive policy moves exhausted messages to the DLQ);
 - seeds demo data and prints the URL and the demo credentials (also written to .local/demo.json).
 
 It runs as the certification environment by default, and it is the only place where http and loopback egress
@@ -285,6 +285,9 @@ class Platform:
         for source in self.sqs_sources:
             # Lambda's event source mapping processes up to five batches of a standard queue at once (more as it
             # scales up): one slow batch does not stop the others.
+            # moto's ReceiveMessage takes no lock: two concurrent receives could both get one message, which SQS
+            # does only rarely (the postback sender copes either way); the pollers take turns to receive.
+            source["receive_lock"] = threading.Lock()
             for n in range(SQS_CONCURRENT_BATCHES):
                 threading.Thread(target=self._poll, args=(source,), daemon=True,
                                  name=f"sqs-{source['function']}-{n}").start()
@@ -306,8 +309,10 @@ class Platform:
         arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
         while not self._stop.is_set():
             try:
-                out = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=min(10, source["batch"]),
-                                          WaitTimeSeconds=1, AttributeNames=["All"], MessageAttributeNames=["All"])
+                with source["receive_lock"]:
+                    out = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=min(10, source["batch"]),
+                                              WaitTimeSeconds=1, AttributeNames=["All"],
+                                              MessageAttributeNames=["All"])
             except Exception as exc:  # the server is stopping
                 if self._stop.is_set():
                     return
@@ -317,6 +322,23 @@ class Platform:
             messages = out.get("Messages", [])
             if not messages:
                 continue
+            # MaximumBatchingWindowInSeconds: gather more records until the batch is full or the window ends.
+            window_ends = time.monotonic() + source["window"]
+            while len(messages) < source["batch"] and time.monotonic() < window_ends and not self._stop.is_set():
+                # another poller may hold the turn for its 1 s long poll: never wait past the window for it
+                if not source["receive_lock"].acquire(timeout=max(0.0, window_ends - time.monotonic())):
+                    break
+                try:
+                    more = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=min(10, source["batch"] - len(messages)),
+                                               WaitTimeSeconds=0, AttributeNames=["All"],
+                                               MessageAttributeNames=["All"]).get("Messages", [])
+                except Exception:  # the server is stopping: invoke with what we have
+                    break
+                finally:
+                    source["receive_lock"].release()
+                messages.extend(more)
+                if not more:
+                    time.sleep(0.05)
             records = [{
                 "messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
                 "attributes": m.get("Attributes", {}),

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import time
 
 import boto3
 
+from tests.aws_calls import AwsCalls
 from tests.helpers import admin, call
 from tests.postback_receiver import Receiver
 
@@ -101,4 +103,236 @@ def test_a_postback_sqs_refused_waits_in_the_outbox_and_is_delivered(platform, m
         assert platform.invoke("PostbackFunction", {"Records": [record]}) == {"batchItemFailures": []}
         assert len(receiver.delivered("/ok")) == 1
     finally:
+        receiver.close()
+
+
+# ------------------------------------------------------------------ issue 12 part 4 / issue 13: isolation, calls
+class _Context:
+    """A Lambda context with a chosen time left (the handler derives its attempt timeouts from it)."""
+
+    def __init__(self, seconds: float) -> None:
+        self._deadline = time.monotonic() + seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+def _account_with(platform, url: str) -> dict:
+    status, account = admin(platform, "POST", "/admin/v1/accounts", {"options": {}, "postback_url": url})
+    assert status == 201, account
+    return account
+
+
+def _sale(platform, account: dict) -> str:
+    status, _, body = call(platform, "GatewayFunction", "POST", "/api/qsapi/3.8", {
+        "account_id": account["account_id"], "api_accesskey": account["api_accesskey"],
+        "transaction_type": "SALE", "tender_type": "CARD", "card_number": "4242424242424242",
+        "card_expiration": "1230", "transaction_amount": "5.00", "currency": "USD"})
+    assert status == 200 and body["transaction_approved"] is True, body
+    return body["transaction_id"]
+
+
+def _receive(platform, n: int) -> list[dict]:
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    messages: list[dict] = []
+    while len(messages) < n:
+        out = sqs.receive_message(QueueUrl=platform.refs["PostbackQueue"], MaxNumberOfMessages=min(10, n - len(messages)),
+                                  AttributeNames=["All"]).get("Messages", [])
+        if not out:
+            break
+        messages.extend(out)
+    return messages
+
+
+def _event(messages: list[dict]) -> dict:
+    return {"Records": [{"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
+                         "attributes": dict(m["Attributes"]), "messageAttributes": {}, "eventSource": "aws:sqs",
+                         "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackQueue",
+                         "awsRegion": "us-east-1"} for m in messages]}
+
+
+def _handler(platform):
+    return platform.modules["PostbackFunction"].lambda_handler
+
+
+def _log(platform, account: dict, transaction_id: str) -> list[dict]:
+    return admin(platform, "GET", f"/admin/v1/accounts/{account['account_id']}/deliveries",
+                 query={"transaction_id": transaction_id})[1]["attempts"]
+
+
+def test_a_delivered_message_costs_at_most_two_aws_calls(platform):
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/ok")
+        for _ in range(11):
+            _sale(platform, account)
+        warm_up = _receive(platform, 1)  # the container's first message loads the account's postback settings
+        assert platform.invoke("PostbackFunction", _event(warm_up)) == {"batchItemFailures": []}
+        messages = _receive(platform, 10)
+        assert len(messages) == 10
+        with AwsCalls() as calls:
+            assert platform.invoke("PostbackFunction", _event(messages)) == {"batchItemFailures": []}
+        assert len(receiver.delivered("/ok")) == 11
+        # the claim (conditional PutItem) and the attempt + delivered state (one BatchWriteItem), nothing else
+        assert dict(calls.by_operation) == {"dynamodb.PutItem": 10, "dynamodb.BatchWriteItem": 10}
+        assert calls.total <= 2 * 10
+        for m in messages:
+            log = _log(platform, account, json.loads(m["Body"])["transaction_id"])
+            assert [a["status"] for a in log] == ["delivered"]
+    finally:
+        receiver.close()
+
+
+def test_a_hanging_destination_holds_up_nobody_and_is_then_deferred(platform, monkeypatch):
+    from vaultcore.postback.breaker import destination_of
+    from vaultcore.postback.sender import breaker
+
+    monkeypatch.setenv("POSTBACK_RETRY_SCHEDULE", "7,8")
+    hanging, healthy = Receiver(), Receiver()
+    try:
+        slow = _account_with(platform, hanging.url + "/hang")
+        good = _account_with(platform, healthy.url + "/ok")
+        for _ in range(4):
+            _sale(platform, slow)
+            _sale(platform, good)
+        messages = _receive(platform, 8)
+        assert len(messages) == 8
+        slow_ids = {m["MessageId"] for m in messages if json.loads(m["Body"])["account_id"] == slow["account_id"]}
+        # 9 s left: each attempt may wait min(10, 9 - 5) = 4 s, all of them at once
+        with AwsCalls() as calls:
+            result = _handler(platform)(_event(messages), _Context(9))
+        assert {f["itemIdentifier"] for f in result["batchItemFailures"]} == slow_ids
+        assert len(healthy.delivered("/ok")) == 4 and hanging.count("/hang") == 4
+        # the failed ones come back after the schedule's first delay, set in one batch call
+        (change,) = calls.calls_of("sqs.ChangeMessageVisibilityBatch")
+        receipts = {m["ReceiptHandle"]: m["MessageId"] for m in messages}
+        assert {receipts[e["ReceiptHandle"]] for e in change["Entries"]} == slow_ids
+        assert {e["VisibilityTimeout"] for e in change["Entries"]} == {7}
+        assert breaker().is_open(destination_of(hanging.url))
+
+        # the circuit is open: the next postback for that destination is deferred without an attempt
+        slow_tx, good_tx = _sale(platform, slow), _sale(platform, good)
+        messages = _receive(platform, 2)
+        assert len(messages) == 2
+        with AwsCalls() as calls:
+            result = _handler(platform)(_event(messages), _Context(30))
+        (failed,) = result["batchItemFailures"]
+        assert json.loads(next(m for m in messages if m["MessageId"] == failed["itemIdentifier"])["Body"])[
+            "account_id"] == slow["account_id"]
+        assert hanging.count("/hang") == 4 and len(healthy.delivered("/ok")) == 5
+        assert [(a["status"], a["error"]) for a in _log(platform, slow, slow_tx)] == [("deferred", "circuit open")]
+        assert [a["status"] for a in _log(platform, good, good_tx)] == ["delivered"]
+        (change,) = calls.calls_of("sqs.ChangeMessageVisibilityBatch")
+        assert [e["VisibilityTimeout"] for e in change["Entries"]] == [7]  # the schedule's delay after receive 1
+        # a deferred postback can be redelivered by the operator like any other (its message is stored)
+        delivery_id = json.loads(next(m for m in messages if m["MessageId"] == failed["itemIdentifier"])["Body"])[
+            "delivery_id"]
+        status, _ = admin(platform, "POST", f"/admin/v1/accounts/{slow['account_id']}/deliveries/{delivery_id}/redeliver")
+        assert status == 200
+    finally:
+        hanging.close()
+        healthy.close()
+
+
+def test_the_last_receive_is_attempted_even_when_the_circuit_is_open(platform):
+    from vaultcore.postback.breaker import destination_of
+    from vaultcore.postback.sender import breaker, max_receive_count
+
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/ok")
+        _sale(platform, account)
+        _sale(platform, account)
+        early, last = _receive(platform, 2)
+        for _ in range(breaker().threshold):
+            breaker().record(destination_of(receiver.url), responsive=False)
+        assert breaker().is_open(destination_of(receiver.url))
+        event = _event([early, last])
+        event["Records"][1]["attributes"]["ApproximateReceiveCount"] = str(max_receive_count())
+        result = _handler(platform)(event, _Context(30))
+        assert result == {"batchItemFailures": [{"itemIdentifier": early["MessageId"]}]}
+        (delivered,) = receiver.delivered("/ok")
+        assert delivered["headers"]["Vault-Delivery-Id"] == json.loads(last["Body"])["delivery_id"]
+        assert not breaker().is_open(destination_of(receiver.url))  # it answered: closed again
+    finally:
+        receiver.close()
+
+
+def test_two_copies_of_one_message_are_posted_once(platform):
+    """SQS standard queues may hand out one message twice, even in one batch: the claim's lease lets one through."""
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/slow/200")
+        _sale(platform, account)
+        (m,) = _receive(platform, 1)
+        event = _event([m, m])
+        event["Records"][1]["messageId"] = "copy"
+        result = _handler(platform)(event, _Context(30))
+        assert len(receiver.delivered("/slow")) == 1
+        assert len(result["batchItemFailures"]) <= 1  # the copy comes back once the lease is over, then is skipped
+        result = _handler(platform)(_event([m]), _Context(30))
+        assert result == {"batchItemFailures": []} and len(receiver.delivered("/slow")) == 1
+    finally:
+        receiver.close()
+
+
+def test_without_time_for_an_attempt_the_message_is_deferred_not_attempted(platform, monkeypatch):
+    monkeypatch.setenv("POSTBACK_RETRY_SCHEDULE", "9")
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/ok")
+        tx = _sale(platform, account)
+        (m,) = _receive(platform, 1)
+        with AwsCalls() as calls:
+            result = _handler(platform)(_event([m]), _Context(5.5))  # 0.5 s after the reserve: under 1 s
+        assert result == {"batchItemFailures": [{"itemIdentifier": m["MessageId"]}]}
+        assert receiver.count("/ok") == 0
+        assert [(a["status"], a["error"]) for a in _log(platform, account, tx)] == [("deferred", "no time left")]
+        (change,) = calls.calls_of("sqs.ChangeMessageVisibilityBatch")
+        assert change["Entries"][0]["VisibilityTimeout"] == 9
+    finally:
+        receiver.close()
+
+
+def test_the_handler_answers_before_its_timeout_even_with_records_stuck(platform, monkeypatch):
+    """Records stuck past the reply margin (a DynamoDB call that does not come back): one stuck before its POST
+    is reported failed, without a new visibility (it comes back after the queue's visibility timeout); one whose
+    receiver already answered 2xx is acknowledged though its log write is still running (never POSTed twice)."""
+    import threading
+
+    from vaultcore.postback import deliveries
+
+    receiver = Receiver()
+    release = threading.Event()
+    real_claim, real_finish = deliveries.claim, deliveries.finish
+
+    def claim(message, *args, **kwargs):
+        if message["account_id"] == before_post["account_id"]:
+            release.wait(30)
+        return real_claim(message, *args, **kwargs)
+
+    def finish(stored, *args, **kwargs):
+        if stored["account_id"] == after_post["account_id"]:
+            release.wait(30)
+        return real_finish(stored, *args, **kwargs)
+
+    try:
+        before_post = _account_with(platform, receiver.url + "/ok/before")
+        after_post = _account_with(platform, receiver.url + "/ok/after")
+        fine = _account_with(platform, receiver.url + "/ok/fine")
+        for account in (before_post, after_post, fine):
+            _sale(platform, account)
+        messages = _receive(platform, 3)
+        stuck_id = next(m["MessageId"] for m in messages
+                        if json.loads(m["Body"])["account_id"] == before_post["account_id"])
+        monkeypatch.setattr(deliveries, "claim", claim)
+        monkeypatch.setattr(deliveries, "finish", finish)
+        with AwsCalls() as calls:
+            result = _handler(platform)(_event(messages), _Context(7.5))  # answers 2 s before the 7.5 s are up
+        assert result == {"batchItemFailures": [{"itemIdentifier": stuck_id}]}
+        assert calls.calls_of("sqs.ChangeMessageVisibilityBatch") == []
+        assert receiver.count("/ok/before") == 0
+        assert len(receiver.delivered("/ok/after")) == 1 and len(receiver.delivered("/ok/fine")) == 1
+    finally:
+        release.set()
         receiver.close()

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from vaultcore.api.gate import InputRejected, check_request
 from vaultcore.api.http import Request, Response, request_from_event
 from vaultcore.api.responses import error_response, internal_error_response
 from vaultcore.errors import AuthenticationFailed, VaultError
@@ -25,7 +26,10 @@ _log = get_logger("api")
 
 
 def _reference_of(request: Request) -> str | None:
-    body = request.json()
+    try:
+        body = request.json()
+    except VaultError:  # refused by the input gate: nothing to echo
+        return None
     if isinstance(body, dict):
         ref = body.get("reference")
         if isinstance(ref, str):
@@ -49,11 +53,16 @@ def api_handler(family: str, route_ref: Route | str) -> Callable[[dict[str, Any]
         if not resolved:
             resolved.append(resolve_route(route_ref))
         route = resolved[0]
-        request = request_from_event(event)
+        try:
+            request = request_from_event(event)
+        except Exception:  # noqa: BLE001 - an event API Gateway would not send (e.g. a body that is not base64)
+            _log.warning("unreadable event refused")
+            return error_response(family, InputRejected("The request could not be read.", "text")).to_event()
         request_id = request.request_id or getattr(context, "aws_request_id", "")
         set_request_context(request_id)
         started = time.perf_counter()
         try:
+            check_request(request, family)  # the input gate: nothing malformed reaches a route
             response = route(request)
         except AuthenticationFailed as exc:
             # The cause goes to the internal log only; the caller sees the uniform body.

@@ -36,6 +36,7 @@ class Request:
     multi_headers: list[tuple[str, str]] | None = None  # lower-cased names
     _json: Any = field(default=None, repr=False)
     _json_loaded: bool = field(default=False, repr=False)
+    _json_error: Exception | None = field(default=None, repr=False)
 
     def header(self, name: str, default: str | None = None) -> str | None:
         return self.headers.get(name.lower(), default)
@@ -53,13 +54,22 @@ class Request:
         return (self.header("content-type") or "").split(";", 1)[0].strip().lower()
 
     def json(self) -> Any:
-        """The body as JSON, or None when it is not valid JSON (callers validate the shape)."""
+        """The body as JSON, or None when it is not valid JSON (callers validate the shape).
+
+        JSON over the gate's caps (depth, sizes) or holding a lone surrogate raises
+        :class:`vaultcore.api.gate.InputRejected`, every time it is asked for (see :mod:`vaultcore.api.gate`).
+        """
         if not self._json_loaded:
+            from vaultcore.api.gate import load_json
+
             self._json_loaded = True
             try:
-                self._json = json.loads(self.body) if self.body.strip() else None
-            except (ValueError, UnicodeDecodeError):
-                self._json = None
+                self._json = load_json(self.body)
+            except Exception as exc:
+                self._json_error = exc
+                raise
+        if self._json_error is not None:
+            raise self._json_error
         return self._json
 
     def form(self) -> dict[str, str]:

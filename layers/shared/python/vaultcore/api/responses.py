@@ -48,7 +48,28 @@ def _admin(error: VaultError) -> Response:
     return json_response(status, {"success": False, "errCode": error.code, "errMessage": error.message})
 
 
+def _gate_code(family: str, error: VaultError) -> VaultError:
+    """The documented 400 of each API family for a request refused by the input gate (:mod:`.gate`)."""
+    from vaultcore.api.gate import InputRejected
+
+    if not isinstance(error, InputRejected):
+        return error
+    code = {"secure": 1006, "gateway": 100, "admin": 400}.get(family)
+    if family == "proxy":
+        code = 8100 if error.kind == "text" else 8101
+    return VaultError(error.message, code=code, status=400)
+
+
 def error_response(family: str, error: VaultError, reference: str | None = None) -> Response:
+    from vaultcore.api.gate import InputRejected
+
+    if isinstance(error, InputRejected):
+        validation = isinstance(error, ValidationError)
+        error = _gate_code(family, error)
+        if family == "secure" and validation:
+            # A request-validation error: no messageId (public facts).
+            return json_response(400, {"success": False, "errCode": error.code, "errMessage": error.message,
+                                       **({"reference": reference} if reference is not None else {})})
     if family == "secure":
         return _secure(error, reference)
     if family == "proxy":

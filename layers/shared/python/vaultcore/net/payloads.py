@@ -36,6 +36,8 @@ __all__ = [
     "DEFAULT_MAX_BYTES",
     "PayloadError",
     "parse_json_bounded",
+    "json_depth",
+    "find_lone_surrogate",
     "parse_xml_safe",
     "serialize_xml",
     "parse_form",
@@ -48,6 +50,9 @@ DEFAULT_MAX_BYTES = 1_048_576
 _JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
 _NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
 _DEPTH_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+# A \uD800-\uDFFF escape: the only way a lone surrogate gets into decoded JSON text (raw UTF-8 cannot carry one;
+# a well-formed pair decodes to one code point, only an unpaired one survives as a surrogate).
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 # A DOCTYPE is refused on the bytes, before libxml2 parses any of it. That scan is only sound when markup
 # is ASCII in the bytes, so documents must be in an ASCII-compatible encoding: no UTF-16/32 (NUL bytes,
 # which XML forbids as characters, betray them), no UTF-7/EBCDIC (declared encoding allowlist, and the
@@ -97,10 +102,8 @@ def parse_json_bounded(
     array length (objects with many members are bounded by ``max_bytes``).
     """
     data = _to_bytes(body, max_bytes)
-    # Depth is checked on the raw text first: bytes.translate and itertools.accumulate run in C, and the
-    # decoder then never recurses deeper than max_depth.
-    brackets = _JSON_STRING.sub(b'""', data).translate(None, _NOT_BRACKETS)
-    if brackets and max(accumulate(map(_DEPTH_STEP.__getitem__, brackets))) > max_depth:
+    # Depth is checked on the raw text first, so the decoder never recurses deeper than max_depth.
+    if json_depth(data) > max_depth:
         raise PayloadError("JSON body is nested too deeply.")
     try:
         # RFC 8259: JSON exchanged between systems is UTF-8; json.loads(bytes) would also guess UTF-16/32.
@@ -111,7 +114,35 @@ def parse_json_bounded(
         # ValueError covers JSONDecodeError, UnicodeDecodeError and over-long integer literals.
         raise PayloadError("JSON body is invalid.") from None
     _check_json_shape(value, max_depth, max_array)
+    if _SURROGATE_ESCAPE.search(data) and find_lone_surrogate(value):
+        # RFC 8259 §8.2: such a string cannot be encoded as UTF-8; forwarding or storing it would fail later.
+        raise PayloadError("JSON body holds a lone surrogate.")
     return value
+
+
+def json_depth(data: bytes) -> int:
+    """The deepest nesting of arrays/objects in JSON text, counted on the bytes (``[]`` is 1): strings are
+    blanked first, then bytes.translate and itertools.accumulate run in C, with no recursion."""
+    brackets = _JSON_STRING.sub(b'""', data).translate(None, _NOT_BRACKETS)
+    return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets))) if brackets else 0
+
+
+def find_lone_surrogate(value: Any) -> bool:
+    """Whether a decoded JSON value holds a string (or key) with an unpaired surrogate (iterative walk)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, str):
+            try:
+                node.encode("utf-8")
+            except UnicodeEncodeError:
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.keys())
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    return False
 
 
 def _check_json_shape(value: Any, max_depth: int, max_array: int) -> None:

@@ -1,24 +1,111 @@
-"""The SQS event handler of the postback function: powertools BatchProcessor with partial batch responses,
-so one failing record never makes the others redeliver (template: FunctionResponseTypes
-ReportBatchItemFailures)."""
+"""The SQS event handler of the postback function: a batch's messages are delivered concurrently, and the
+answer is a partial batch response (template: FunctionResponseTypes ReportBatchItemFailures), so one failing
+record never makes the others redeliver.
+
+Time budget (template.yaml: PostbackFunction Timeout 30 s, BatchSize 10; PostbackQueue VisibilityTimeout
+180 s = 6 x Timeout). From ``context.get_remaining_time_in_millis()`` (30 s when there is no context):
+
+* every record of the batch starts at once (up to ``MAX_WORKERS`` = 16 threads; a batch of 10 needs 10);
+* one attempt waits at most ``min(10 s, remaining - RESERVE_SECONDS (5 s))``: a batch whose destinations all
+  hang ends after about 10 s, far inside the 30 s timeout (today's sequential delivery needed 10 x 10 s);
+* the handler answers at the latest ``REPLY_MARGIN_SECONDS`` (2 s) before the timeout. A record still running
+  then (a DynamoDB call stuck in retries) is acknowledged if its receiver already answered 2xx; otherwise it is
+  reported as failed without a new visibility: it comes back after the queue's 180 s, when its lease is over
+  and the delivery log says whether it was delivered.
+
+Records that failed or were deferred get their next visibility (the retry schedule) in one
+ChangeMessageVisibilityBatch call per ten records.
+"""
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
-from vaultcore.logs import set_request_context
-from vaultcore.postback.sender import deliver_record
+from vaultcore.logs import get_logger, set_request_context
+from vaultcore.postback.sender import Outcome, deliver
+from vaultcore.settings import settings
+from vaultcore.store.aws import client
 
-__all__ = ["handle_batch"]
+__all__ = ["handle_batch", "MAX_WORKERS", "REPLY_MARGIN_SECONDS", "DEFAULT_REMAINING_SECONDS"]
+
+MAX_WORKERS = 16
+REPLY_MARGIN_SECONDS = 2.0
+DEFAULT_REMAINING_SECONDS = 30.0  # the template's Timeout, for calls without a Lambda context
+_log = get_logger("postback")
 
 
-def _record_handler(record: Any) -> str:
-    set_request_context(record.message_id)
-    return deliver_record(record.body, record.receipt_handle, int(record.attributes.approximate_receive_count))
+def _remaining_seconds(context: Any) -> float:
+    getter = getattr(context, "get_remaining_time_in_millis", None)
+    if callable(getter):
+        try:
+            return max(0.0, float(getter()) / 1000)
+        except (TypeError, ValueError):
+            pass
+    return DEFAULT_REMAINING_SECONDS
 
 
-def handle_batch(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+def _receive_count(record: dict[str, Any]) -> int:
+    try:
+        return max(1, int((record.get("attributes") or {}).get("ApproximateReceiveCount", 1)))
+    except (TypeError, ValueError):
+        return 1
 
-    return process_partial_response(event=event, record_handler=_record_handler,
-                                    processor=BatchProcessor(event_type=EventType.SQS), context=context)
+
+def _one(record: dict[str, Any], deadline: float, on_delivered: Any = None) -> Outcome:
+    set_request_context(record.get("messageId"))
+    try:
+        return deliver(record["body"], _receive_count(record), deadline, on_delivered)
+    except Exception as exc:  # noqa: BLE001 - one bad record (malformed, a dependency down) fails alone
+        _log.error("postback record failed", extra={"error_type": type(exc).__name__})
+        return Outcome("error")
+
+
+def _change_visibility(changes: list[tuple[str, int]]) -> None:
+    sqs = client("sqs")
+    for start in range(0, len(changes), 10):
+        entries = [{"Id": str(i), "ReceiptHandle": handle, "VisibilityTimeout": delay}
+                   for i, (handle, delay) in enumerate(changes[start:start + 10])]
+        try:
+            out = sqs.change_message_visibility_batch(QueueUrl=settings().postback_queue_url, Entries=entries)
+        except Exception as exc:  # noqa: BLE001 - those records come back after the queue's visibility timeout
+            _log.error("postback visibility change failed", extra={"error_type": type(exc).__name__,
+                                                                   "count": len(entries)})
+            continue
+        if out.get("Failed"):
+            _log.warning("postback visibility change refused", extra={"count": len(out["Failed"])})
+
+
+def handle_batch(event: dict[str, Any], context: Any, *, max_workers: int | None = None) -> dict[str, Any]:
+    """Deliver every record; ``max_workers=1`` is the sequential path (bench reference)."""
+    records = [r for r in (event.get("Records") or []) if isinstance(r, dict)]
+    deadline = time.monotonic() + _remaining_seconds(context)
+    outcomes: dict[int, Outcome] = {}
+    if records:
+        for service in ("dynamodb", "sqs", "kms"):
+            client(service)  # once per container (normally at init already), before any worker thread needs one
+        workers = max(1, min(max_workers or MAX_WORKERS, len(records)))
+        if workers == 1:
+            for i, record in enumerate(records):
+                outcomes[i] = _one(record, deadline)
+        else:
+            posted: set[int] = set()  # records the receiver already accepted (their log write may still run)
+            pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="postback")
+            futures = {pool.submit(_one, record, deadline, lambda i=i: posted.add(i)): i
+                       for i, record in enumerate(records)}
+            wait(futures, timeout=max(0.0, deadline - REPLY_MARGIN_SECONDS - time.monotonic()))
+            pool.shutdown(wait=False, cancel_futures=True)
+            for future, i in futures.items():
+                if future.done() and not future.cancelled():
+                    outcomes[i] = future.result()
+                else:  # still running: acknowledged if its receiver has it, else it comes back later
+                    outcomes[i] = Outcome("delivered" if i in posted else "error")
+                    _log.warning("postback record still running at reply time", extra={"event": outcomes[i].result})
+    set_request_context(None)
+    changes = [(records[i]["receiptHandle"], o.delay) for i, o in outcomes.items()
+               if not o.acknowledged and o.delay is not None and records[i].get("receiptHandle")]
+    if changes:
+        _change_visibility(changes)
+    return {"batchItemFailures": [{"itemIdentifier": records[i]["messageId"]}
+                                  for i, o in sorted(outcomes.items()) if not o.acknowledged]}

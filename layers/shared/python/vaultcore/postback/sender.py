@@ -1,5 +1,5 @@
 """Delivers one queued postback: signs it, POSTs it through the SSRF guard, records the attempt, and on
-failure schedules the next attempt by changing the message's visibility (the published retry schedule).
+failure tells the consumer when the message should come back (the published retry schedule).
 
 Message (put on the postback queue by the gateway; never clear card data)::
 
@@ -7,32 +7,57 @@ Message (put on the postback queue by the gateway; never clear card data)::
      "response": {<the postback's responses[] entry>}, "redelivery": <n, optional>}
 
 Success is any 2xx within 10 seconds. A non-2xx answer, a timeout or a connection failure is a failed attempt:
-the message becomes visible again after ``retry_delay(attempt)`` seconds; after ``maxReceiveCount`` receives
-SQS moves it to the dead-letter queue (the queue's redrive policy is the one source of that number).
-A message already delivered (its MSG item says so) is acknowledged without sending again, so an SQS
-redelivery after a crash does not reach the receiver twice; explicit redeliveries bypass that check.
+the message becomes visible again after ``retry_delay(attempt)`` seconds (the consumer changes its visibility);
+after ``maxReceiveCount`` receives SQS moves it to the dead-letter queue (the queue's redrive policy is the one
+source of that number).
+
+Isolation per destination (issue 12): the consumer runs a batch's messages concurrently, and each attempt's
+timeout is ``min(10 s, time left in the invocation - RESERVE_SECONDS)``. A destination (scheme, host, port)
+that stops answering opens its circuit (:mod:`vaultcore.postback.breaker`): its messages are then deferred
+without an attempt — given back with the retry schedule's delay for their receive — so they hold up nobody.
+A message's last receive is always attempted, whatever the circuit says.
+
+AWS calls (issue 13): the account's postback settings (URL, access key, signing secret) are cached per
+container for ``RECORD_CACHE_SECONDS``; a delivered message then costs two DynamoDB calls
+(:func:`deliveries.claim` and :func:`deliveries.finish`). The claim also stops a message already delivered
+from being POSTed again (an SQS redelivery after a crash or a duplicate copy); explicit redeliveries skip that
+check.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import os
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
 
 from vaultcore import clock
+from vaultcore.cache import ContainerCache
 from vaultcore.logs import get_logger
 from vaultcore.postback import deliveries
+from vaultcore.postback.breaker import DEFER, PROBE, CircuitBreaker, destination_of
 from vaultcore.postback.message import build_body, parse_schedule, retry_delay, signature_header
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
 
-__all__ = ["PostbackTarget", "DeliveryFailed", "deliver_record", "DELIVERY_TIMEOUT_SECONDS", "max_receive_count",
-           "reset_caches"]
+__all__ = ["PostbackTarget", "Outcome", "deliver", "DELIVERY_TIMEOUT_SECONDS", "RESERVE_SECONDS",
+           "MIN_ATTEMPT_SECONDS", "max_receive_count", "breaker", "reset_caches"]
 
 DELIVERY_TIMEOUT_SECONDS = 10.0  # peers' convention: the receiver must answer within 10 seconds
+RESERVE_SECONDS = 5.0  # kept back from the invocation for the writes after the attempts and the reply
+MIN_ATTEMPT_SECONDS = 1.0  # less time than this left: defer instead of attempting
+HTTP_POOL_SIZE = 16  # connections kept per destination: a whole batch to one merchant reuses them
 _log = get_logger("postback")
 _max_receive: int | None = None
+_max_receive_lock = threading.Lock()
+_targets: ContainerCache[PostbackTarget] = ContainerCache("record_cache_seconds", max_items=4096)
+_load_locks = tuple(threading.Lock() for _ in range(16))  # one cold load per account, not one per record
+_breaker = CircuitBreaker()
 
 
 @dataclass(frozen=True)
@@ -41,30 +66,70 @@ class PostbackTarget:
     api_accesskey: str
     secret: bytes
 
+    def __repr__(self) -> str:  # never print the key or the secret
+        return "PostbackTarget(<redacted>)"
 
-class DeliveryFailed(Exception):
-    """This record must be retried later (its visibility was already set to the next delay)."""
+
+@dataclass(frozen=True)
+class Outcome:
+    """``result``: delivered, skipped (acknowledge), failed, deferred (retry later) or error.
+
+    ``delay``: the visibility timeout to give the message (seconds), or None to leave it as it is.
+    """
+
+    result: str
+    delay: int | None = None
+
+    @property
+    def acknowledged(self) -> bool:
+        return self.result in ("delivered", "skipped")
 
 
 def reset_caches() -> None:
     global _max_receive
     _max_receive = None
+    _breaker.clear()
+    _http.cache_clear()
+
+
+def breaker() -> CircuitBreaker:
+    return _breaker
 
 
 def max_receive_count() -> int:
     """The queue's maxReceiveCount, read once per container from its redrive policy (one source of truth)."""
     global _max_receive
-    if _max_receive is None:
-        attrs = client("sqs").get_queue_attributes(QueueUrl=settings().postback_queue_url,
-                                                   AttributeNames=["RedrivePolicy"])["Attributes"]
-        _max_receive = int(json.loads(attrs.get("RedrivePolicy", "{}")).get("maxReceiveCount", 12))
-    return _max_receive
+    with _max_receive_lock:
+        if _max_receive is None:
+            attrs = client("sqs").get_queue_attributes(QueueUrl=settings().postback_queue_url,
+                                                       AttributeNames=["RedrivePolicy"])["Attributes"]
+            _max_receive = int(json.loads(attrs.get("RedrivePolicy", "{}")).get("maxReceiveCount", 12))
+        return _max_receive
 
 
-def _target(account_id: str) -> PostbackTarget | None:
+@lru_cache(maxsize=1)
+def _http() -> Any:
+    """The sender's own SafeHttpClient (per container): pools sized for a concurrent batch."""
+    from vaultcore.net.http import SafeHttpClient
+    from vaultcore.net.ssrf import EgressPolicy
+
+    return SafeHttpClient(EgressPolicy.from_env(), connect_timeout=5.0, read_timeout=DELIVERY_TIMEOUT_SECONDS,
+                          max_pools=64, pool_maxsize=HTTP_POOL_SIZE)
+
+
+def _load_target(account_id: str) -> PostbackTarget | None:
     from vaultcore.gateway.accounts import postback_target
 
     return postback_target(account_id)
+
+
+def _target(account_id: str) -> PostbackTarget | None:
+    """URL, access key and secret of the account, cached per container (RECORD_CACHE_SECONDS, 60 s)."""
+    cached = _targets.get(account_id)
+    if cached is not None:
+        return cached
+    with _load_locks[hash(account_id) % len(_load_locks)]:
+        return _targets.get_or_load(account_id, lambda: _load_target(account_id))
 
 
 def _excerpt(body: bytes) -> str:
@@ -73,25 +138,66 @@ def _excerpt(body: bytes) -> str:
     return redact_text(body[:256].decode("utf-8", "replace"))
 
 
-def deliver_record(body: str, receipt_handle: str, receive_count: int) -> str:
-    """Deliver one SQS record; returns "delivered" or "skipped", raises DeliveryFailed to retry."""
+def _schedule() -> tuple[int, ...]:
+    return parse_schedule(os.environ.get("POSTBACK_RETRY_SCHEDULE"))
+
+
+def _is_last(attempt: int, redelivery: bool) -> bool:
+    return not redelivery and attempt >= max_receive_count()
+
+
+def _defer(message: dict[str, Any], attempt: int, reason: str, redelivery: bool) -> Outcome:
+    try:
+        deliveries.note_deferral(message, attempt, reason, redelivery=redelivery)
+    except deliveries.Claimed:
+        return Outcome("skipped")  # delivered already (by an earlier copy): nothing to defer
+    _log.info("postback deferred", extra={"delivery_id": message["delivery_id"], "account_id": message["account_id"],
+                                          "attempt": attempt, "reason": reason})
+    return Outcome("deferred", retry_delay(attempt, _schedule()))
+
+
+def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callable[[], None] | None = None) -> Outcome:
+    """Deliver one SQS record before ``deadline`` (a time.monotonic() value: the end of the invocation).
+
+    ``on_delivered`` is called as soon as the receiver has answered 2xx, before the delivery log write: if that
+    write is still running when the handler must answer, the record is acknowledged all the same.
+    """
     message = json.loads(body)
     account_id, delivery_id = message["account_id"], message["delivery_id"]
     transaction_id = message.get("transaction_id", "")
-    redelivery = int(message.get("redelivery", 0))
+    redelivery = int(message.get("redelivery", 0)) > 0
     attempt = receive_count
-    if attempt == 1 and not redelivery:
-        deliveries.save_message(message)
-    elif not redelivery:
-        stored = deliveries.load_message(account_id, delivery_id)
-        if stored is not None and stored.get("state") == "delivered":
-            return "skipped"
     target = _target(account_id)
     if target is None:
         # No postback URL any more: nothing to deliver; recorded so the operator sees why.
         deliveries.record_attempt(account_id, delivery_id, transaction_id, attempt, "abandoned", None, 0.0,
                                   "no postback url", "")
-        return "skipped"
+        return Outcome("skipped")
+    destination = destination_of(target.url)
+    decision = _breaker.before_attempt(destination)
+    if decision == DEFER and not _is_last(attempt, redelivery):
+        return _defer(message, attempt, "circuit open", redelivery)
+    budget = min(DELIVERY_TIMEOUT_SECONDS, deadline - RESERVE_SECONDS - time.monotonic())
+    if budget < MIN_ATTEMPT_SECONDS:
+        if decision == PROBE:
+            _breaker.release_probe(destination)
+        return _defer(message, attempt, "no time left", redelivery)
+    try:
+        stored = deliveries.claim(message, max(1.0, deadline - time.monotonic()) + 1.0, redelivery=redelivery)
+    except deliveries.Claimed as claimed:
+        if decision == PROBE:
+            _breaker.release_probe(destination)
+        if claimed.reason == "delivered":
+            return Outcome("skipped")
+        # Another copy of this message is being attempted right now (SQS handed it out twice): look again when
+        # that copy is surely done, or after the schedule's delay if sooner. No attempt, no log entry.
+        lease_left = math.ceil(claimed.lease_until - clock.now())
+        return Outcome("deferred", max(1, min(lease_left, retry_delay(attempt, _schedule()))))
+    except BaseException:
+        if decision == PROBE:
+            _breaker.release_probe(destination)
+        raise
+
     timestamp = int(clock.now())
     payload = build_body(account_id, target.api_accesskey, timestamp, [message["response"]])
     headers = {"Content-Type": "application/json", "User-Agent": "vault-postback/1.0",
@@ -101,33 +207,39 @@ def deliver_record(body: str, receipt_handle: str, receive_count: int) -> str:
     status_code: int | None = None
     error: str | None = None
     excerpt = ""
+    responsive = True
     try:
-        from vaultcore.net.http import get_default_client
-
-        response = get_default_client().send("POST", target.url, headers, payload, timeout=DELIVERY_TIMEOUT_SECONDS)
+        response = _http().send("POST", target.url, headers, payload, timeout=budget)
         status_code = response.status
         excerpt = _excerpt(response.body)
         ok = 200 <= response.status < 300
         if not ok:
             error = f"HTTP {response.status}"
     except Exception as exc:  # noqa: BLE001 - any failure to deliver is a retry, recorded by its type only
+        from vaultcore.net.http import EgressConnectionError, EgressTimeout
+
         ok = False
         error = type(exc).__name__
+        responsive = not isinstance(exc, EgressTimeout | EgressConnectionError)
+    finally:
+        _breaker.record(destination, responsive)
     duration_ms = (time.perf_counter() - started) * 1000
+    log = {"delivery_id": delivery_id, "account_id": account_id, "attempt": attempt}
     if ok:
-        deliveries.record_attempt(account_id, delivery_id, transaction_id, attempt, "delivered", status_code,
-                                  duration_ms, None, excerpt)
-        deliveries.mark_delivered(account_id, delivery_id)
-        _log.info("postback delivered", extra={"delivery_id": delivery_id, "account_id": account_id,
-                                               "attempt": attempt, "status": status_code})
-        return "delivered"
-    last = attempt >= max_receive_count() and not redelivery
-    deliveries.record_attempt(account_id, delivery_id, transaction_id, attempt, "dead-lettered" if last else "failed",
-                              status_code, duration_ms, error, excerpt)
-    schedule = parse_schedule(os.environ.get("POSTBACK_RETRY_SCHEDULE"))
-    delay = 0 if last else retry_delay(attempt, schedule)
-    client("sqs").change_message_visibility(QueueUrl=settings().postback_queue_url, ReceiptHandle=receipt_handle,
-                                            VisibilityTimeout=delay)
-    _log.warning("postback attempt failed", extra={"delivery_id": delivery_id, "account_id": account_id,
-                                                   "attempt": attempt, "reason": error})
-    raise DeliveryFailed(delivery_id)
+        if on_delivered is not None:
+            on_delivered()
+        try:
+            deliveries.finish(stored, attempt, "delivered", status_code, duration_ms, None, excerpt)
+        except Exception as exc:  # noqa: BLE001 - the receiver has it: a lost log line beats a second POST
+            _log.error("postback delivered, delivery log write failed",
+                       extra={**log, "error_type": type(exc).__name__})
+        _log.info("postback delivered", extra={**log, "status": status_code})
+        return Outcome("delivered")
+    last = _is_last(attempt, redelivery)
+    try:
+        deliveries.finish(stored, attempt, "dead-lettered" if last else "failed", status_code, duration_ms, error,
+                          excerpt)
+    except Exception as exc:  # noqa: BLE001 - the retry must still be scheduled
+        _log.error("postback delivery log write failed", extra={**log, "error_type": type(exc).__name__})
+    _log.warning("postback attempt failed", extra={**log, "reason": error})
+    return Outcome("failed", 0 if last else retry_delay(attempt, _schedule()))
