@@ -396,6 +396,10 @@ def make_http_handler(platform: Platform) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
         server_version = "vault-local"
+        # Keep-alive without the Nagle/delayed-ACK stall (~40 ms per response): TCP_NODELAY on the socket, and the
+        # status line, headers and body leave in one write (the stdlib flushes wfile after each request).
+        disable_nagle_algorithm = True
+        wbufsize = 65536
 
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
             # Method, path and status only (the request line never carries card data or credentials).
