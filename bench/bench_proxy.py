@@ -1,6 +1,7 @@
 """Proxy figures: the proxy's own overhead (everything but the target's time) for JSON and XML payloads of 1 KB
-to 200 KB with 1 and 10 detokenize substitutions; the per-KB slope (linear growth); the full in-process
-handler for context. Prints JSON.
+to 200 KB with 1 and 10 detokenize substitutions; the per-KB slope (linear growth); the added cost of one
+response tokenization (issue 15) at 1 KB and 100 KB, each beside the same exchange without response actions,
+measured in the same run; the full in-process handler for context. Prints JSON.
 
 "Own" is measured two ways on warm containers (compiled configuration, unwrapped keys, pooled connection):
 - ``own_cpu_ms``: CPU time of the calling thread over one exchange (parse, detokenize, serialize, send/receive
@@ -43,24 +44,41 @@ def _xml_body(tokens: list[str], size: int) -> bytes:
 
 
 def _measure(exchange_factory, n: int) -> dict[str, float]:
-    cpu, wall, own, forward, log = [], [], [], [], []
+    return _measure_interleaved([exchange_factory], n)[0]
+
+
+def _measure_interleaved(factories: list, n: int) -> list[dict[str, float]]:
+    """One exchange of each factory per round, ``n`` rounds after 10 of warm-up: exchanges compared with each
+    other see the same machine load (the bench host is shared)."""
+    samples: list[dict[str, list[float]]] = [
+        {"cpu": [], "wall": [], "own": [], "forward": [], "log": [], "response": []} for _ in factories]
     for i in range(n + 10):
-        exchange, entries = exchange_factory()
-        t_cpu, t_wall = time.thread_time(), time.perf_counter()
-        response = exchange.run()
-        c, w = (time.thread_time() - t_cpu) * 1000, (time.perf_counter() - t_wall) * 1000
-        assert response.status == 200, response.body
-        if i >= 10:
-            phases = entries[-1]["durationsMs"]
-            cpu.append(c)
-            wall.append(w)
-            own.append(phases["own"])
-            forward.append(phases["parse"] + phases["actions"] + phases["prepare"])
-            log.append(phases["log"])
-    return {"own_cpu_ms": round(statistics.median(cpu), 3), "own_cpu_p95_ms": percentile(cpu, 0.95),
-            "own_wall_ms": round(statistics.median(own), 3),
-            "forward_path_ms": round(statistics.median(forward), 3), "log_masking_ms": round(statistics.median(log), 3),
-            "total_wall_ms": round(statistics.median(wall), 3)}
+        for factory, sample in zip(factories, samples, strict=True):
+            exchange, entries = factory()
+            t_cpu, t_wall = time.thread_time(), time.perf_counter()
+            response = exchange.run()
+            c, w = (time.thread_time() - t_cpu) * 1000, (time.perf_counter() - t_wall) * 1000
+            assert response.status == 200, response.body
+            if i >= 10:
+                phases = entries[-1]["durationsMs"]
+                sample["cpu"].append(c)
+                sample["wall"].append(w)
+                sample["own"].append(phases["own"])
+                sample["forward"].append(phases["parse"] + phases["actions"] + phases["prepare"])
+                sample["log"].append(phases["log"])
+                sample["response"].append(phases.get("response", 0.0))
+    out = []
+    for sample in samples:
+        figures = {"own_cpu_ms": round(statistics.median(sample["cpu"]), 3),
+                   "own_cpu_p95_ms": percentile(sample["cpu"], 0.95),
+                   "own_wall_ms": round(statistics.median(sample["own"]), 3),
+                   "forward_path_ms": round(statistics.median(sample["forward"]), 3),
+                   "log_masking_ms": round(statistics.median(sample["log"]), 3),
+                   "total_wall_ms": round(statistics.median(sample["wall"]), 3)}
+        if any(sample["response"]):
+            figures["response_phase_ms"] = round(statistics.median(sample["response"]), 3)
+        out.append(figures)
+    return out
 
 
 def _fit(xs: list[float], ys: list[float]) -> dict[str, float]:
@@ -72,6 +90,72 @@ def _fit(xs: list[float], ys: list[float]) -> dict[str, float]:
     ss_res = sum((y - (intercept + slope * x)) ** 2 for x, y in zip(xs, ys, strict=True))
     return {"ms_per_KB": round(slope, 4), "intercept_ms": round(intercept, 3),
             "r_squared": round(1 - ss_res / ss_tot, 4) if ss_tot else 1.0}
+
+
+RESPONSE_SIZES_KB = (1, 100)
+
+
+def _response_tokenization(platform, target, pid: str, caller, entries: list[dict], n: int) -> dict:
+    """The same echo exchange (the target answers the clear card number it received) with and without one
+    response tokenize action on that number, interleaved size by size in this run. The Tokens-table write of the
+    new bfid is captured in memory like the log write (a deployed exchange adds that one DynamoDB UpdateItem, a
+    round trip rather than CPU)."""
+    from tests.helpers import admin, api_event
+    from vaultcore.api.http import request_from_event
+    from vaultcore.proxy import service
+    from vaultcore.store import tokens as token_store
+
+    place = {"transformationSource": "body", "transformationType": "jsonpath", "transformationPath": "$.cards[0].number"}
+    refs = {}
+    for name, response_actions in (("without", None), ("with", [{
+            "type": "tokenization", "method": "tokenize", "templateRef": "BENCH",
+            "authorization": {"type": "passthrough"}, "substitutions": [{**place, "fieldName": "c0"}]}])):
+        doc = {"proxy": {"authorization": {"type": "passthrough", "headerName": "X-Key"}, "method": "post",
+                         "target": target.url + "/echo",
+                         "logSettings": {"requestMasks": [{**place, "pattern": "allButFirstSixLastFour"}]}},
+               "actions": []}
+        if response_actions:
+            doc["responseActions"] = response_actions
+        status, body = admin(platform, "POST", f"/admin/v1/partners/{pid}/proxy-configurations", doc)
+        assert status == 201, body
+        refs[name] = body["configReferenceID"]
+
+    saved_put = token_store.put_tokens
+    token_store.put_tokens = lambda *args, **kwargs: None
+    out: dict = {}
+    try:
+        for size_kb in RESPONSE_SIZES_KB:
+            payload = _json_body([PAN], size_kb * 1024)
+            makers = []
+            for name in ("without", "with"):
+                ref = refs[name]
+                path = f"/api/v1/partners/{pid}/configurations/{ref}"
+                request = request_from_event(api_event("POST", path, payload.decode(), {
+                    "Content-Type": "application/json", "X-Key": "k"},
+                    path_params={"partnerID": pid, "configReferenceID": ref}))
+                config = service.load_config(pid, ref)
+
+                def make(config=config, request=request):
+                    return service._Exchange(config, caller, request, service._Clock()), entries
+                makers.append(make)
+            without, with_ = _measure_interleaved(makers, n)
+            assert PAN.encode() in target.seen[-1]["body"]  # the target got, and echoed, the clear number
+            assert entries[-1]["responseActions"][0]["result"] == "tokenized 1 value(s)"
+            assert PAN not in json.dumps(entries[-1]) and "responseActions" not in entries[-2]
+            out[f"json_{size_kb}KB"] = {
+                "bytes": len(payload), "without": without, "with": with_,
+                "added_own_cpu_ms": round(with_["own_cpu_ms"] - without["own_cpu_ms"], 3),
+                "added_own_wall_ms": round(with_["own_wall_ms"] - without["own_wall_ms"], 3),
+                "response_phase_ms": with_["response_phase_ms"]}
+    finally:
+        token_store.put_tokens = saved_put
+    out["note"] = ("one response tokenize action on $.cards[0].number of the echoed JSON: parse the response, one "
+                   "FF1 tokenization under a new bfid, re-serialize (response_phase_ms, measured directly); 'without' "
+                   "is the same exchange and payload with no responseActions (the answer passed through byte for "
+                   "byte), run alternately with 'with'. added_* is the difference of the medians: it also counts the "
+                   "log, cheaper with the action since the logged response then holds a token where the clear "
+                   "number was (the free-text scrubber makes a second pass over text in which it masked a PAN)")
+    return out
 
 
 def main(n: int = 100) -> dict:
@@ -142,6 +226,8 @@ def main(n: int = 100) -> dict:
                     figures["bytes"] = len(payload)
                     assert PAN.encode() in target.seen[-1]["body"]  # the target got the clear value
                     result["payloads"][f"{kind}_{size_kb}KB_{subs}sub"] = figures
+
+        result["response_tokenization"] = _response_tokenization(platform, target, pid, caller, entries, n)
 
         fits = {}
         for kind in ("json", "xml"):

@@ -41,6 +41,14 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         if path.endswith("/echo"):
             return self._reply(200, body, {"Content-Type": ctype, "X-Seen-Method": self.command,
                                            "Set-Cookie": "session=secret-cookie"})
+        if path.endswith("/echo-headers"):  # every X-Echo-* request header comes back (a card number in a header)
+            echoed = {k: v for k, v in self.headers.items() if k.lower().startswith("x-echo-")}
+            return self._reply(200, b'{"ok": true}', {"Content-Type": "application/json", **echoed})
+        if path.endswith("/echo-truncated"):  # the echo minus its last byte: JSON that no longer parses
+            return self._reply(200, body[:-1], {"Content-Type": ctype})
+        if path.endswith("/echo-html"):  # an HTML error page quoting the request
+            return self._reply(502, b"<html><body><pre>" + body + b"</pre></body></html>",
+                               {"Content-Type": "text/html; charset=utf-8"})
         if path.endswith("/basic"):
             expected = "Basic " + base64.b64encode(f"{server.basic[0]}:{server.basic[1]}".encode()).decode()
             ok = hmac.compare_digest((self.headers.get("Authorization") or "").encode(), expected.encode())

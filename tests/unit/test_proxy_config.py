@@ -79,7 +79,7 @@ def test_the_full_document_with_the_originals_additions_is_accepted():
 @pytest.mark.parametrize("path, value, message", [
     ("proxy", _DELETE, r"^configuration\.proxy is required\.$"),
     ("actions", _DELETE, r"^configuration\.actions is required\.$"),
-    ("extra", 1, r"configuration has an unknown member 'extra' \(allowed: proxy, actions\)"),
+    ("extra", 1, r"configuration has an unknown member 'extra' \(allowed: proxy, actions, responseActions\)"),
     ("proxy.method", "POST", r"^proxy\.method must be one of: get, post, put, patch, delete\.$"),
     ("proxy.method", _DELETE, r"^proxy\.method is required\.$"),
     ("proxy.target", _DELETE, r"^proxy\.target is required\.$"),
@@ -95,7 +95,7 @@ def test_the_full_document_with_the_originals_additions_is_accepted():
                                                           r"fourPlainFourMasked, allButFirstSixLastFour, "
                                                           r"allButFirstOneLastFour, allAsRedacted\.$"),
     ("proxy.logSettings.requestMasks[0].transformationSource", "variable",
-     r"transformationSource 'variable' is not supported by this platform"),
+     r"transformationSource 'variable' is not allowed in a mask \(variables are never logged"),
     ("proxy.logSettings.requestMasks[0].transformationSource", "header",
      r"requestMasks\[0\]: transformationType 'jsonpath' requires transformationSource 'body'\.$"),
     ("proxy.logSettings.responseMasks[0].transformationSource", "body",

@@ -18,10 +18,20 @@ when it is created or updated, never first at request time:
 
 The original's additions are accepted (public-facts.md): mask pattern ``allAsRedacted``,
 ``logSettings.handledErrorMasks`` (masks applied, on top of ``responseMasks``, to the logged response when the
-target answers 4xx/5xx) and the member ``model`` with the value ``sync``. ``transformationSource`` ``variable`` and
-the ``hmac-vpc`` authorization are named in the refusal message as not supported. This platform adds one
-optional member, ``required`` (boolean) on a substitution: a request in which that substitution matches nothing
-is refused with 8115 instead of being forwarded with the value left as sent.
+target answers 4xx/5xx), the member ``model`` with the value ``sync``, ``responseActions`` (tokenization actions
+run on the target's response before it is returned: body, header or variable places) and
+``transformationSource`` ``variable`` with type ``key``: an exchange variable named by ``transformationPath``,
+set by a request parser action and read by a later tokenize action (request or response), whose token is
+returned in the ``vault-var-<name>`` response header (README "Variables"; save-time rules in
+:func:`_check_variables`). The ``hmac-vpc`` authorization is named in the refusal message as not supported. This
+platform adds one optional member, ``required`` (boolean) on a substitution: a request in which that substitution
+matches nothing is refused with 8115 instead of being forwarded with the value left as sent (in a response
+action: the response is withheld, 8118).
+
+Limits, checked when a document is saved: 10 actions and 2 response actions (one tokenize, one detokenize),
+50 substitutions per action and 200 in all, 10 variables, 50 masks per list, 256 KiB of document (the stored
+item must fit DynamoDB's 400 KB). Stored documents are compiled without the overall limits (a configuration saved
+before they existed keeps working).
 
 Secrets (``password``, ``secret``) are stored KMS-wrapped (envelope encryption, DESIGN.md §4) and never
 returned: the public view shows ``[REDACTED]``.
@@ -30,6 +40,8 @@ returned: the public view shows ``[REDACTED]``.
 from __future__ import annotations
 
 import hmac
+import json
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -50,6 +62,10 @@ __all__ = [
     "MAX_ACTIONS",
     "MAX_SUBSTITUTIONS",
     "MAX_MASKS",
+    "MAX_RESPONSE_ACTIONS",
+    "MAX_TOTAL_SUBSTITUTIONS",
+    "MAX_VARIABLES",
+    "MAX_DOCUMENT_BYTES",
     "AuthSpec",
     "MaskSpec",
     "SubstitutionSpec",
@@ -73,7 +89,26 @@ BOOLEAN_TEXT = {"true": True, "false": False, "1": True, "0": False, "yes": True
 MAX_ACTIONS = 10
 MAX_SUBSTITUTIONS = 50
 MAX_MASKS = 50
+#: responseActions: one tokenize and one detokenize at most (one vault-id each way).
+MAX_RESPONSE_ACTIONS = 2
+#: Substitutions of all actions and response actions together (save time).
+MAX_TOTAL_SUBSTITUTIONS = 200
+#: Distinct variable names of a configuration (each may become one vault-var-<name> response header).
+MAX_VARIABLES = 10
+#: The document as compact JSON (save time): the stored item, secrets wrapped, must fit DynamoDB's 400 KB.
+MAX_DOCUMENT_BYTES = 256 * 1024
 MAX_TARGET_LENGTH = 2048
+#: Where a substitution may point: the message's places, or an exchange variable (never masks: never logged).
+SUBSTITUTION_SOURCES = SOURCES + ("variable",)
+#: A response has no query string.
+RESPONSE_SOURCES = ("body", "header", "variable")
+_VARIABLE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+#: Response headers a response substitution may not name: framing and hop-by-hop headers, cookies (never returned
+#: to the partner) and the proxy's own headers.
+_RESPONSE_HEADERS_REFUSED = frozenset({
+    "connection", "keep-alive", "proxy-connection", "proxy-authenticate", "te", "trailer", "transfer-encoding",
+    "upgrade", "content-length", "content-encoding", "content-type", "set-cookie", "vault-id", "vault-unmatched",
+})
 _MAX_NAME = 128
 _WRAPPED = "$wrapped"
 
@@ -118,10 +153,20 @@ class ActionSpec:
     substitutions: tuple[SubstitutionSpec, ...]
     method: str | None = None  # tokenize / detokenize
     template_ref: str | None = None
+    phase: str = "request"  # or "response" (responseActions)
 
     @property
     def label(self) -> str:
         return f"{self.type}/{self.method}" if self.method else self.type
+
+    @property
+    def where(self) -> str:
+        """The action as the document names it: ``actions[i]`` or ``responseActions[i]``."""
+        return f"{'responseActions' if self.phase == 'response' else 'actions'}[{self.index}]"
+
+    def unmatched_label(self, n: int) -> str:
+        """``<action>.<substitution>`` as in the vault-unmatched header; response actions are prefixed ``r``."""
+        return f"{'r' if self.phase == 'response' else ''}{self.index}.{n}"
 
     @property
     def writes_clear_data(self) -> bool:
@@ -143,10 +188,16 @@ class ProxyConfig:
     partner_id: str = ""
     reference: str = ""
     version: int = 0
+    response_actions: tuple[ActionSpec, ...] = ()
 
     @property
     def has_required(self) -> bool:
+        """A request action has a ``required`` substitution (checked on the request as received)."""
         return any(s.required for a in self.actions for s in a.substitutions)
+
+    @property
+    def all_actions(self) -> tuple[ActionSpec, ...]:
+        return self.actions + self.response_actions
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
@@ -204,20 +255,28 @@ def _array(value: Any, where: str, max_items: int, *, allow_empty: bool = True) 
     return value
 
 
-_SOURCE_NOTES = {"variable": "is not supported by this platform (use body, header or query)."}
+_SOURCE_NOTES = {"variable": "is not allowed in a mask (variables are never logged; use body, header or query).",
+                 "query": "is not available in a response action (a response has no query string)."}
 _AUTH_NOTES = {"hmac-vpc": "is not supported by this platform (use passthrough, basic or hmac)."}
 
 
-def _place(obj: dict[str, Any], where: str) -> CompiledPath:
-    source = _enum(obj["transformationSource"], f"{where}.transformationSource", SOURCES, _SOURCE_NOTES)
+def _place(obj: dict[str, Any], where: str, sources: tuple[str, ...] = SOURCES) -> CompiledPath:
+    source = _enum(obj["transformationSource"], f"{where}.transformationSource", sources, _SOURCE_NOTES)
     type_ = _enum(obj["transformationType"], f"{where}.transformationType", TYPES)
     if type_ in ("jsonpath", "xpath", "regex") and source != "body":
         raise _fail(f"{where}: transformationType '{type_}' requires transformationSource 'body'.")
-    if type_ == "key" and source not in ("header", "query"):
-        raise _fail(f"{where}: transformationType 'key' requires transformationSource 'header' or 'query'.")
+    keyed = [s for s in ("header", "query", "variable") if s in sources]
+    if type_ == "key" and source not in keyed:
+        names = ", ".join(f"'{s}'" for s in keyed[:-1]) + f" or '{keyed[-1]}'"
+        raise _fail(f"{where}: transformationType 'key' requires transformationSource {names}.")
     path = obj["transformationPath"]
     if not isinstance(path, str):
         raise _fail(f"{where}.transformationPath must be a string.")
+    if source == "variable":
+        if not _VARIABLE_NAME.match(path):
+            raise _fail(f"{where}.transformationPath must be a variable name: a letter, then letters, digits, '_' "
+                        f"or '-' (at most 64 characters).")
+        return CompiledPath("variable", "key", path, key=path.lower())  # names are case-insensitive, like headers
     try:
         return compile_path(source, type_, path)
     except PathError as exc:
@@ -274,16 +333,29 @@ def _required(obj: dict[str, Any], where: str) -> bool:
     return obj["required"]
 
 
-def _substitution(value: Any, where: str, action_type: str) -> SubstitutionSpec:
+def _substitution(value: Any, where: str, action_type: str, phase: str = "request") -> SubstitutionSpec:
     obj = _object(value, where)
+    sources = RESPONSE_SOURCES if phase == "response" else SUBSTITUTION_SOURCES
     if action_type == "tokenization":
         _members(obj, where, _PLACE + ("fieldName",), ("required",))
-        cpath = _place(obj, where)
+        cpath = _place(obj, where, sources)
+        if phase == "response" and cpath.source == "header" and (
+                cpath.key in _RESPONSE_HEADERS_REFUSED or (cpath.key or "").startswith("vault-var-")):
+            raise _fail(f"{where}.transformationPath names a response header a response action may not rewrite "
+                        f"(framing, cookies, Content-Type, or the proxy's own vault-* headers).")
+        if cpath.source == "variable" and "required" in obj:
+            raise _fail(f"{where}.required is not allowed on a variable (a variable is set by an earlier action, "
+                        f"not sent by the caller).")
         return SubstitutionSpec(cpath, field_name=_string(obj["fieldName"], f"{where}.fieldName", 64),
                                 required=_required(obj, where))
     _members(obj, where, _PLACE + ("dataType", "format"), ("default", "required"))
-    cpath = _place(obj, where)
+    cpath = _place(obj, where, sources)
+    if cpath.source == "variable" and "required" in obj:
+        raise _fail(f"{where}.required is not allowed on a variable (a parser always sets its variable).")
     data_type = _enum(obj["dataType"], f"{where}.dataType", DATA_TYPES)
+    if cpath.source == "variable" and data_type == "boolean":
+        raise _fail(f"{where}.dataType 'boolean' is not allowed for a variable (a variable holds a value for a "
+                    f"tokenize action: use string or number).")
     fmt = _enum(obj["format"], f"{where}.format", TRACK_FORMATS)
     default = obj.get("default")
     if default is not None and not isinstance(default, str):
@@ -301,12 +373,19 @@ def _substitution(value: Any, where: str, action_type: str) -> SubstitutionSpec:
     return SubstitutionSpec(cpath, data_type=data_type, default=default, format=fmt, required=_required(obj, where))
 
 
-def _action(value: Any, index: int, stored: bool) -> ActionSpec:
-    where = f"actions[{index}]"
+_RESPONSE_TYPE_NOTES = {"parser": "is not allowed in responseActions (a parser decrypts the request's dev-* headers; "
+                                  "use it in actions)."}
+
+
+def _action(value: Any, index: int, stored: bool, phase: str = "request") -> ActionSpec:
+    where = f"{'responseActions' if phase == 'response' else 'actions'}[{index}]"
     obj = _object(value, where)
     if "type" not in obj or obj["type"] is None:
         raise _fail(f"{where}.type is required.")
-    type_ = _enum(obj["type"], f"{where}.type", ACTION_TYPES)
+    if phase == "response":
+        type_ = _enum(obj["type"], f"{where}.type", ("tokenization",), _RESPONSE_TYPE_NOTES)
+    else:
+        type_ = _enum(obj["type"], f"{where}.type", ACTION_TYPES)
     if type_ == "tokenization":
         _members(obj, where, ("type", "authorization", "method", "templateRef", "substitutions"), ("model",))
     else:
@@ -319,14 +398,50 @@ def _action(value: Any, index: int, stored: bool) -> ActionSpec:
         template_ref = _string(obj["templateRef"], f"{where}.templateRef", 64)
     auth = _authorization(obj["authorization"], f"{where}.authorization", stored)
     subs_raw = _array(obj["substitutions"], f"{where}.substitutions", MAX_SUBSTITUTIONS, allow_empty=False)
-    subs = tuple(_substitution(s, f"{where}.substitutions[{i}]", type_) for i, s in enumerate(subs_raw))
+    subs = tuple(_substitution(s, f"{where}.substitutions[{i}]", type_, phase) for i, s in enumerate(subs_raw))
+    for n, sub in enumerate(subs):
+        if method == "detokenize" and sub.path.source == "variable":
+            raise _fail(f"{where}.substitutions[{n}]: a detokenize action may not use a variable (a variable is set "
+                        f"by a parser and read by a tokenize action).")
     body_kinds = {"regex" if s.path.type == "regex" else "structural" for s in subs if s.path.is_body}
     if len(body_kinds) > 1:
         # One action reads every value before writing any (one bfid per tokenize action): a regex over the text
         # and a jsonpath/xpath over the tree of the same body cannot both be written consistently.
         raise _fail(f"{where}: body substitutions of one action must be all regex or all jsonpath/xpath "
                     f"(use two actions).")
-    return ActionSpec(index, type_, auth, subs, method=method, template_ref=template_ref)
+    return ActionSpec(index, type_, auth, subs, method=method, template_ref=template_ref, phase=phase)
+
+
+def _check_variables(actions: tuple[ActionSpec, ...], response_actions: tuple[ActionSpec, ...]) -> None:
+    """A variable is set by a parser substitution and read by a tokenize substitution of a *later* action (a
+    response action comes after every request action); at most :data:`MAX_VARIABLES` names."""
+    set_by: set[str] = set()
+    names: set[str] = set()
+    for action in actions + response_actions:
+        for n, sub in enumerate(action.substitutions):
+            if sub.path.source != "variable":
+                continue
+            name = sub.path.key or ""
+            names.add(name)
+            if action.type == "tokenization" and name not in set_by:
+                raise _fail(f"{action.where}.substitutions[{n}] reads variable '{sub.path.path}', which no earlier "
+                            f"parser action sets.")
+        if action.type == "parser":
+            set_by.update(s.path.key or "" for s in action.substitutions if s.path.source == "variable")
+    if len(names) > MAX_VARIABLES:
+        raise _fail(f"configuration uses {len(names)} variables; at most {MAX_VARIABLES}.")
+
+
+def _check_tokenize_templates(actions: tuple[ActionSpec, ...], response_actions: tuple[ActionSpec, ...]) -> None:
+    """The response carries one vault-id: a response tokenization works under the bfid a request tokenize action
+    issued, so both name the same template."""
+    issued = next((a for a in actions if a.method == "tokenize"), None)
+    if issued is None:
+        return
+    for action in response_actions:
+        if action.template_ref != issued.template_ref:
+            raise _fail(f"{action.where}.templateRef must be {issued.where}'s templateRef: the response's tokens and "
+                        f"the request's share the bfid {issued.where} issues (one vault-id).")
 
 
 def _target(value: Any, policy: EgressPolicy, *, strict: bool) -> tuple[str, ParsedTarget | None, str | None]:
@@ -347,7 +462,9 @@ def parse_document(doc: Any, *, policy: EgressPolicy | None = None, stored: bool
     """
     policy = policy or EgressPolicy.from_env()
     root = _object(doc, "configuration")
-    _members(root, "configuration", ("proxy", "actions"))
+    _members(root, "configuration", ("proxy", "actions"), ("responseActions",))
+    if not stored and len(json.dumps(root, separators=(",", ":"), default=str).encode("utf-8")) > MAX_DOCUMENT_BYTES:
+        raise _fail(f"configuration must be at most {MAX_DOCUMENT_BYTES // 1024} KiB as JSON.")
     proxy = _object(root["proxy"], "proxy")
     _members(proxy, "proxy", ("authorization", "method", "target"), ("logSettings",))
     method = _enum(proxy["method"], "proxy.method", METHODS)
@@ -366,10 +483,24 @@ def parse_document(doc: Any, *, policy: EgressPolicy | None = None, stored: bool
     for method_name in TOKEN_METHODS:
         if sum(a.method == method_name for a in actions) > 1:
             raise _fail(f"actions: at most one '{method_name}' action (one vault-id per request).")
+    response_actions: tuple[ActionSpec, ...] = ()
+    if root.get("responseActions") is not None:
+        raw = _array(root["responseActions"], "responseActions", MAX_RESPONSE_ACTIONS)
+        response_actions = tuple(_action(a, i, stored, "response") for i, a in enumerate(raw))
+        for method_name in TOKEN_METHODS:
+            if sum(a.method == method_name for a in response_actions) > 1:
+                raise _fail(f"responseActions: at most one '{method_name}' action (one vault-id per response).")
+    if not stored:
+        total = sum(len(a.substitutions) for a in actions + response_actions)
+        if total > MAX_TOTAL_SUBSTITUTIONS:
+            raise _fail(f"configuration has {total} substitutions in all (actions and responseActions); at most "
+                        f"{MAX_TOTAL_SUBSTITUTIONS}.")
+    _check_variables(actions, response_actions)
+    _check_tokenize_templates(actions, response_actions)
     return ProxyConfig(method=method, target=target, parsed_target=parsed, target_error=target_error,
                        authorization=authorization, request_masks=masks["requestMasks"],
                        response_masks=masks["responseMasks"], error_masks=masks["handledErrorMasks"],
-                       actions=actions)
+                       actions=actions, response_actions=response_actions)
 
 
 # ---------------------------------------------------------------------------------------------------- credentials
@@ -377,7 +508,7 @@ def parse_document(doc: Any, *, policy: EgressPolicy | None = None, stored: bool
 
 def _all_auth(config: ProxyConfig) -> list[tuple[AuthSpec, bool]]:
     """Every authorization with whether it belongs to an action."""
-    return [(config.authorization, False)] + [(a.authorization, True) for a in config.actions]
+    return [(config.authorization, False)] + [(a.authorization, True) for a in config.all_actions]
 
 
 def credentials_match(auth: AuthSpec, partner: Partner, secret: bytes) -> bool:
@@ -440,6 +571,7 @@ def secret_context(partner_id: str, reference: str) -> dict[str, str]:
 def _auth_objects(doc: dict[str, Any]) -> list[dict[str, Any]]:
     objs = [doc["proxy"]["authorization"]]
     objs.extend(a["authorization"] for a in doc["actions"])
+    objs.extend(a["authorization"] for a in doc.get("responseActions") or [])
     return objs
 
 

@@ -37,6 +37,9 @@ __all__ = [
     "FORWARD_INVALID",
     "REQUIRED_UNMATCHED",
     "TOKEN_NOT_ISSUED",
+    "RESPONSE_UNPROCESSABLE",
+    "RESPONSE_ACTION_FAILED",
+    "RESPONSE_PHASE_CODES",
     "CONFIG_INVALID",
     "CONFIG_PATH_INVALID",
     "CONFIG_REGEX_UNSAFE",
@@ -67,6 +70,10 @@ TARGET_RESPONSE_TOO_LARGE = 8113
 FORWARD_INVALID = 8114
 REQUIRED_UNMATCHED = 8115
 TOKEN_NOT_ISSUED = 8116
+RESPONSE_UNPROCESSABLE = 8117
+RESPONSE_ACTION_FAILED = 8118
+#: The codes of a failure after the target answered (response actions): the target received the request.
+RESPONSE_PHASE_CODES = frozenset({RESPONSE_UNPROCESSABLE, RESPONSE_ACTION_FAILED})
 
 CONFIG_INVALID = 8200
 CONFIG_PATH_INVALID = 8201
@@ -109,6 +116,15 @@ PROXY_CODES: dict[int, tuple[int, str]] = {
     TOKEN_NOT_ISSUED: (400, "A token at a detokenize path was not issued under the vault-id (a wrong or mistyped "
                             "token, another vault-id's token, or a field not tokenized under it; tokenization code "
                             "3015); nothing was forwarded."),
+    RESPONSE_UNPROCESSABLE: (400, "Response actions are configured but the target's response body cannot be "
+                                  "processed: it does not parse as its Content-Type (JSON, XML, URL-form, UTF-8 "
+                                  "text), exceeds a cap, has a DOCTYPE, or is not the kind a jsonpath/xpath needs. "
+                                  "The target received the request; its response was withheld (never returned in "
+                                  "clear)."),
+    RESPONSE_ACTION_FAILED: (400, "A response action failed on the target's response: a value is not valid for its "
+                                  "field, a required response substitution matched nothing, an object or array at a "
+                                  "path, a regex over its time budget (the message carries the underlying 81xx/3xxx "
+                                  "code). The target received the request; its response was withheld."),
 }
 
 #: code -> meaning of configuration errors (management API, HTTP 400).

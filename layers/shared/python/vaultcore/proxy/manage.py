@@ -2,8 +2,9 @@
 
 Validation is :func:`vaultcore.proxy.config.parse_document` (precise messages, every path compiled, target
 checked against the egress policy) plus the checks that need the platform: the partner exists, basic/hmac
-credentials are the partner's own, every tokenization ``templateRef`` is a template of the partner and every
-``fieldName`` one of its fields (a detokenize action may not name an irreversible field).
+credentials are the partner's own, every tokenization ``templateRef`` (``actions`` and ``responseActions``) is a
+template of the partner and every ``fieldName`` one of its fields (a detokenize action may not name an
+irreversible field).
 
 ``configReferenceID`` is generated (a random UUID); ``version`` starts at 1 and each replacement increments it
 atomically. Secrets are stored KMS-wrapped and shown as ``[REDACTED]``; a replacement must send them again.
@@ -36,7 +37,7 @@ def _check_templates(config: ProxyConfig, partner_id: str) -> None:
     from vaultcore.errors import VaultError
     from vaultcore.tokens.service import template_for
 
-    for action in config.actions:
+    for action in config.all_actions:
         if action.type != "tokenization":
             continue
         try:
@@ -44,10 +45,10 @@ def _check_templates(config: ProxyConfig, partner_id: str) -> None:
         except VaultError as exc:
             if exc.status >= 500:
                 raise
-            raise E.ProxyConfigError(f"actions[{action.index}].templateRef is not a template of this partner.",
+            raise E.ProxyConfigError(f"{action.where}.templateRef is not a template of this partner.",
                                      code=E.CONFIG_INVALID) from None
         for n, sub in enumerate(action.substitutions):
-            where = f"actions[{action.index}].substitutions[{n}].fieldName"
+            where = f"{action.where}.substitutions[{n}].fieldName"
             if sub.field_name not in template:
                 raise E.ProxyConfigError(f"{where} is not a field of template {action.template_ref}.",
                                          code=E.CONFIG_INVALID)

@@ -22,7 +22,11 @@ Flow (interface.md "the proxy endpoint"; README "Proxy"):
    policy with DNS check and pinned address, no redirects, 25 s in all, 1 MiB out, 4 MiB in), authenticated
    per ``proxy.authorization``, and answer the target's status, body and safe headers (a 3xx is answered, never
    followed);
-6. store the masked exchange in ProxyLogs (:mod:`vaultcore.proxy.logs`), also when the exchange failed after
+6. with ``responseActions``, run them over the target's answer first (:mod:`vaultcore.proxy.response_actions`:
+   tokens in place of what the target sent back, under the exchange's bfid; a body they cannot read is withheld
+   with 8117, a failing action with 8118) and return the headers they name and ``vault-var-<name>`` for each
+   variable holding a token (exchange variables: set by a parser, read by a later tokenize action);
+7. store the masked exchange in ProxyLogs (:mod:`vaultcore.proxy.logs`), also when the exchange failed after
    step 2.
 
 The container log gets one line per exchange with ids, status, code and durations: never a value.
@@ -50,7 +54,7 @@ from vaultcore.logs import get_logger
 from vaultcore.net.ssrf import EgressDenied, EgressPolicy, validate_target_url
 from vaultcore.proxy import errors as E
 from vaultcore.proxy import logs as proxy_logs
-from vaultcore.proxy import store
+from vaultcore.proxy import response_actions, store
 from vaultcore.proxy.config import (
     BOOLEAN_TEXT,
     ActionSpec,
@@ -182,7 +186,7 @@ def _secret(config: ProxyConfig, auth: AuthSpec) -> bytes:
 
 def _authorize(config: ProxyConfig, partner: Any) -> None:
     """Every basic/hmac authorization of the configuration must still carry the partner's live credentials."""
-    for auth, is_action in [(config.authorization, False)] + [(a.authorization, True) for a in config.actions]:
+    for auth, is_action in [(config.authorization, False)] + [(a.authorization, True) for a in config.all_actions]:
         if auth.type == "passthrough":
             continue
         if is_action and auth.type == "basic" and partner.api_security == "hmac":
@@ -250,10 +254,19 @@ def _wrap_token_error(exc: VaultError) -> E.ProxyError:
     return E.ProxyError(f"{prefix}: {exc.message.rstrip('.')} (code {exc.code}).", code=code)
 
 
-def _required_error(missing: list[tuple[int, int]]) -> E.ProxyError:
-    names = ", ".join(f"actions[{a}].substitutions[{n}]" for a, n in missing)
+def _required_error(missing: list[str], *, response: bool = False) -> E.ProxyError:
+    names = ", ".join(missing)
+    if response:
+        return E.ProxyError(f"A required substitution matched nothing in the target's response: {names}.",
+                            code=E.REQUIRED_UNMATCHED)
     return E.ProxyError(f"A required substitution matched nothing in the request: {names}. The request was not "
                         f"forwarded.", code=E.REQUIRED_UNMATCHED)
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return "" if value is None else str(value)
 
 
 def _upstream_error(exc: BaseException) -> bool:
@@ -265,32 +278,82 @@ def _upstream_error(exc: BaseException) -> bool:
 # ---------------------------------------------------------------------------------------------------- actions
 
 
+class _VariableSlot(Slot):
+    """An exchange variable as a place (README "Variables"): read like a header, written by the action. A parser
+    substitution creates it; a tokenize substitution finds it only once set."""
+
+    __slots__ = ("variables", "name", "value")
+
+    def __init__(self, variables: dict[str, Any], name: str) -> None:
+        self.variables, self.name = variables, name
+        self.value = variables.get(name)
+
+    def set(self, value: Any) -> None:
+        self.variables[self.name] = value
+        self.value = value
+
+
+#: Tokenization codes after which a response tokenize gives up extending the request's vault-id and issues a new
+#: bfid: not a bfid of this partner (3010), another template's (3014), no room for more token tags (3016).
+_EXTEND_FALLBACK = frozenset({3010, 3014, 3016})
+
+
+def _vault_id_header(headers: dict[str, str]) -> str | None:
+    """The request's ``vault-id``, or None when absent or not even shaped like a bfid."""
+    value = (headers.get(VAULT_ID_HEADER) or "").strip()
+    if not value or len(value) > _MAX_VAULT_ID or not value.isascii():
+        return None
+    return value
+
+
 @dataclass
 class ActionRunner:
-    """Runs a configuration's actions over a message. ``simulate`` (dry run) locates and reports but calls no
-    tokenization or decryption: values are replaced by placeholders."""
+    """Runs a configuration's actions over a message: the request actions over the request, then the response
+    actions over the target's response (:meth:`run_response`). ``simulate`` (dry run) locates and reports but
+    calls no tokenization or decryption: values are replaced by placeholders."""
 
     config: ProxyConfig
     partner_id: str
     request_headers: dict[str, str]
     simulate: bool = False
     sensitive: list[str] = field(default_factory=list)
+    #: The exchange's bfid: issued by the request tokenize action, extended or issued by the response tokenize
+    #: action; returned in the vault-id response header.
     vault_id_out: str | None = None
     outcomes: list[dict[str, Any]] = field(default_factory=list)
-    #: Substitutions that matched nothing, as "<action index>.<substitution index>" (vault-unmatched header, log).
+    response_outcomes: list[dict[str, Any]] = field(default_factory=list)
+    #: Substitutions that matched nothing, as "<action index>.<substitution index>" ("r<i>.<j>" for response
+    #: actions): the vault-unmatched header and the log.
     unmatched: list[str] = field(default_factory=list)
+    #: Exchange variables, lower-case name -> value. Never forwarded, never logged; only tokens are returned.
+    variables: dict[str, Any] = field(default_factory=dict, repr=False)
+    #: Variables whose value is a token (last written by a tokenize action): returned as vault-var-<name>.
+    token_variables: set[str] = field(default_factory=set)
+    #: Places of the response where a response detokenize action wrote clear data (masked in the log).
+    response_clear_paths: list[CompiledPath] = field(default_factory=list)
     _card: Any = None
 
     def run(self, message: Message) -> None:
         try:
-            self._run(message)
+            if self.config.has_required:
+                self._check_required(message)
+            self._run(self.config.actions, message, self.outcomes)
         finally:
             message.settle()  # a query-string form view goes back into the query, also after a failure
 
-    def _run(self, message: Message) -> None:
-        if self.config.has_required:
-            self._check_required(message)
-        for action in self.config.actions:
+    def run_response(self, message: Message) -> None:
+        """The response actions over the target's response (a message without query string). Raises the same
+        :class:`ProxyError` codes as the request phase; :mod:`vaultcore.proxy.response_actions` turns them into
+        8117/8118."""
+        self._run(self.config.response_actions, message, self.response_outcomes)
+
+    def returned_variables(self) -> dict[str, str]:
+        """``vault-var-<name>`` headers: the variables that hold a token (never a clear value)."""
+        return {f"{response_actions.VARIABLE_HEADER_PREFIX}{name}": _scalar(self.variables[name]) for name in sorted(self.token_variables)
+                if self.variables.get(name) not in (None, "")}
+
+    def _run(self, actions: tuple[ActionSpec, ...], message: Message, outcomes: list[dict[str, Any]]) -> None:
+        for action in actions:
             located, splicer = self._locate(action, message)
             outcome: dict[str, Any] = {
                 "action": action.index, "type": action.label,
@@ -298,85 +361,171 @@ class ActionRunner:
                                                                                    if sub.required else {})}
                                   for sub, slots in located],
             }
-            self.outcomes.append(outcome)
-            missing: list[tuple[int, int]] = []
+            outcomes.append(outcome)
+            missing: list[str] = []
             for n, (sub, slots) in enumerate(located):
                 if not slots:
-                    self.unmatched.append(f"{action.index}.{n}")
+                    self.unmatched.append(action.unmatched_label(n))
                     if sub.required:
-                        missing.append((action.index, n))
+                        missing.append(f"{action.where}.substitutions[{n}]")
             if missing:  # an earlier action changed the message so that a required place is gone
-                raise _required_error(missing)
+                raise _required_error(missing, response=action.phase == "response")
             count = sum(len(slots) for _sub, slots in located)
             if action.type == "parser":
                 outcome["result"] = self._parser(action, located, count)
             else:
-                outcome["result"] = self._tokenization(action, located)
+                outcome["result"] = self._tokenization(action, located, outcome)
             if splicer is not None:
                 splicer.commit()
             message.settle()
 
     def _check_required(self, message: Message) -> None:
         """Refuse with 8115, before any action runs (no bfid issued, nothing decrypted, nothing forwarded), when
-        a ``required`` substitution matches nothing in the request as received."""
+        a ``required`` substitution matches nothing in the request as received. Variables are set by actions, so
+        they are not part of this check (and cannot be ``required``)."""
         unmatched: list[str] = []
-        missing: list[tuple[int, int]] = []
+        missing: list[str] = []
         for action in self.config.actions:
             located, _splicer = self._locate(action, message)  # locating writes nothing; the splicer is dropped
             for n, (sub, slots) in enumerate(located):
-                if not slots:
-                    unmatched.append(f"{action.index}.{n}")
+                if not slots and sub.path.source != "variable":
+                    unmatched.append(action.unmatched_label(n))
                     if sub.required:
-                        missing.append((action.index, n))
+                        missing.append(f"{action.where}.substitutions[{n}]")
         message.settle()  # drop a query-string view built while locating (nothing was written)
         if missing:
             self.unmatched = unmatched
             raise _required_error(missing)
 
-    @staticmethod
-    def _locate(action: ActionSpec, message: Message) -> tuple[list[tuple[SubstitutionSpec, list[Slot]]],
-                                                                Splicer | None]:
+    def _locate(self, action: ActionSpec, message: Message) -> tuple[list[tuple[SubstitutionSpec, list[Slot]]],
+                                                                      Splicer | None]:
         splicer = None
-        if message.addressed_body().kind != "none" and any(s.path.type == "regex" for s in action.substitutions):
+        if any(s.path.type == "regex" for s in action.substitutions) and message.addressed_body().kind != "none":
             splicer = new_splicer(message)
-        return [(sub, locate(message, sub.path, strict=True, splicer=splicer)) for sub in action.substitutions], splicer
+        located: list[tuple[SubstitutionSpec, list[Slot]]] = []
+        for sub in action.substitutions:
+            if sub.path.source == "variable":
+                name = sub.path.key or ""
+                present = action.type == "parser" or name in self.variables  # a parser creates its variable
+                located.append((sub, [_VariableSlot(self.variables, name)] if present else []))
+            else:
+                located.append((sub, locate(message, sub.path, strict=True, splicer=splicer)))
+        return located, splicer
 
-    def _tokenization(self, action: ActionSpec, located: list[tuple[SubstitutionSpec, list[Slot]]]) -> str:
+    def _tokenization(self, action: ActionSpec, located: list[tuple[SubstitutionSpec, list[Slot]]],
+                      outcome: dict[str, Any]) -> str:
         items: list[tuple[SubstitutionSpec, Slot, str]] = []
         for n, (sub, slots) in enumerate(located):
             for slot in slots:
-                text = _token_input(sub, slot, f"actions[{action.index}].substitutions[{n}]")
+                text = _token_input(sub, slot, f"{action.where}.substitutions[{n}]")
                 if text is not None:
                     items.append((sub, slot, text))
         if not items:
             return "skipped: no value at the configured paths"
         tokenize = action.method == "tokenize"
+        response = action.phase == "response"
         if tokenize:
             # Registered before the call: if tokenization fails, the log still masks these clear values.
             self.sensitive.extend(text for _s, _slot, text in items)
         if self.simulate:
             for sub, slot, _text in items:
                 slot.set(f"{{{{{'token' if tokenize else 'clear'}:{sub.field_name}}}}}")
-            return (f"would {action.method} {len(items)} value(s) with template {action.template_ref}"
-                    + (" under a new bfid (vault-id response header)" if tokenize else " with the request's vault-id"))
-        from vaultcore.tokens.service import detokenize_values, tokenize_values
-
+                self._track(sub, tokenize)
+            if tokenize:
+                self.vault_id_out = self.vault_id_out or "{{vault-id}}"
+                where = self._tokenize_bfid_plan(action)
+            else:
+                where = ("with the bfid this exchange issued, else the request's vault-id" if response
+                         else "with the request's vault-id")
+            return f"would {action.method} {len(items)} value(s) with template {action.template_ref} {where}"
         names = [sub.field_name or "" for sub, _slot, _text in items]
-        results: list[str] = [""] * len(items)
+        inputs = [text for _sub, _slot, text in items]
         if tokenize:
-            bfid: str | None = None
-            for group in _rounds(names):
-                try:
-                    result = tokenize_values(self.partner_id, action.template_ref or "",
-                                             [(names[i], items[i][2]) for i in group], bfid=bfid, store=bfid is None)
-                except VaultError as exc:
-                    if _upstream_error(exc):
-                        raise _wrap_token_error(exc) from None
+            results = self._tokenize(action, names, inputs, outcome)
+        else:
+            results = self._detokenize(action, names, inputs)
+            self.sensitive.extend(results)
+            if response:
+                self.response_clear_paths.extend(sub.path for sub, slots in located if slots)
+        for (sub, slot, _text), new in zip(items, results, strict=True):
+            slot.set(_typed_like(slot.value, new))
+            self._track(sub, tokenize)
+        return f"{action.method}d {len(items)} value(s)"
+
+    def _track(self, sub: SubstitutionSpec, tokenize: bool) -> None:
+        if sub.path.source == "variable":
+            if tokenize:
+                self.token_variables.add(sub.path.key or "")
+            else:
+                self.token_variables.discard(sub.path.key or "")
+
+    def _tokenize_bfid_plan(self, action: ActionSpec) -> str:
+        if action.phase != "response":
+            return "under a new bfid (vault-id response header)"
+        plan = ("under the request's vault-id when it verifies for this templateRef (extended), else under a new "
+                "bfid (vault-id response header)")
+        if any(a.method == "tokenize" for a in self.config.actions):
+            return f"under the bfid the request's tokenize action issued (extended); if it found nothing, {plan}"
+        return plan
+
+    def _tokenize(self, action: ActionSpec, names: list[str], inputs: list[str], outcome: dict[str, Any]) -> list[str]:
+        """Tokens for ``inputs`` (README "Response actions" for the bfid of a response action):
+
+        * request action: a new bfid;
+        * response action: the bfid the request's tokenize action issued in this exchange, extended; else the
+          request's ``vault-id`` when it verifies for the partner and names this templateRef, extended (a value
+          the target echoes gets back the very token the caller sent); else a new bfid.
+        """
+        start: str | None = None
+        fallback = False
+        if action.phase == "response":
+            if self.vault_id_out:
+                start, outcome["bfid"] = self.vault_id_out, "extended: issued by the request's tokenize action"
+            else:
+                start = _vault_id_header(self.request_headers)
+                fallback = start is not None
+                if fallback:
+                    outcome["bfid"] = "extended: the request's vault-id"
+        try:
+            try:
+                return self._tokenize_rounds(action, names, inputs, start)
+            except VaultError as exc:
+                if not (fallback and exc.code in _EXTEND_FALLBACK):
                     raise
-                bfid = result.bfid
-                for i in group:
-                    results[i] = result.values[names[i]]
-            self.vault_id_out = bfid
+                outcome["bfid"] = f"new: the request's vault-id could not be extended (code {exc.code})"
+                return self._tokenize_rounds(action, names, inputs, None)
+        except VaultError as exc:
+            if _upstream_error(exc):
+                raise _wrap_token_error(exc) from None
+            raise
+        finally:
+            outcome.setdefault("bfid", "new")
+
+    def _tokenize_rounds(self, action: ActionSpec, names: list[str], inputs: list[str], bfid: str | None) -> list[str]:
+        """One tokenization call per round (a field name at most once per call); every round after the first,
+        and every round under a given bfid, extends the bfid. Only a new bfid's tokens are stored for the read
+        step (an extension must not overwrite the stored tokens of the bfid it extends)."""
+        from vaultcore.tokens.service import tokenize_values
+
+        results: list[str] = [""] * len(names)
+        store = bfid is None
+        for group in _rounds(names):
+            result = tokenize_values(self.partner_id, action.template_ref or "",
+                                     [(names[i], inputs[i]) for i in group], bfid=bfid, store=store)
+            store = False
+            bfid = result.bfid
+            for i in group:
+                results[i] = result.values[names[i]]
+        self.vault_id_out = bfid
+        return results
+
+    def _detokenize(self, action: ActionSpec, names: list[str], tokens: list[str]) -> list[str]:
+        """Clear values with the request's ``vault-id`` (a response action: the bfid this exchange issued, else the
+        request's ``vault-id``)."""
+        from vaultcore.tokens.service import detokenize_values
+
+        if action.phase == "response" and self.vault_id_out:
+            vault_id = self.vault_id_out
         else:
             vault_id = (self.request_headers.get(VAULT_ID_HEADER) or "").strip()
             if not vault_id:
@@ -384,19 +533,17 @@ class ActionRunner:
                                    code=E.VAULT_ID_INVALID)
             if len(vault_id) > _MAX_VAULT_ID or not vault_id.isascii():
                 raise E.ProxyError("The vault-id header is not valid.", code=E.VAULT_ID_INVALID)
-            for group in _rounds(names):
-                try:
-                    clear = detokenize_values(self.partner_id, vault_id, {names[i]: items[i][2] for i in group})
-                except VaultError as exc:
-                    if _upstream_error(exc):
-                        raise _wrap_token_error(exc) from None
-                    raise
-                for i in group:
-                    results[i] = clear[names[i]]
-            self.sensitive.extend(results)
-        for (_sub, slot, _text), new in zip(items, results, strict=True):
-            slot.set(_typed_like(slot.value, new))
-        return f"{action.method}d {len(items)} value(s)"
+        results: list[str] = [""] * len(names)
+        for group in _rounds(names):
+            try:
+                clear = detokenize_values(self.partner_id, vault_id, {names[i]: tokens[i] for i in group})
+            except VaultError as exc:
+                if _upstream_error(exc):
+                    raise _wrap_token_error(exc) from None
+                raise
+            for i in group:
+                results[i] = clear[names[i]]
+        return results
 
     def _decrypt(self) -> Any:
         if self._card is None:
@@ -420,6 +567,7 @@ class ActionRunner:
             for sub, slots in located:
                 for slot in slots:
                     slot.set(f"{{{{parser:{sub.format}}}}}")
+                    self._track(sub, False)
             return f"would decrypt the dev-payload header and write {count} value(s)"
         from vaultcore.cards.tracks import track_format
 
@@ -433,10 +581,33 @@ class ActionRunner:
             value = _convert(raw, sub)
             for slot in slots:
                 slot.set(value)
+                self._track(sub, False)
         return f"decrypted and wrote {count} value(s)"
 
 
 # ---------------------------------------------------------------------------------------------------- forwarding
+
+
+def _partner_headers(config: ProxyConfig, runner: ActionRunner, fields: list[tuple[str, str]]) -> dict[str, str]:
+    """The headers the partner receives: the target's safe headers (first occurrence), every header a response
+    substitution names (all occurrences joined by ", ", as the response actions left them), ``vault-id``,
+    ``vault-unmatched`` and one ``vault-var-<name>`` per variable holding a token."""
+    named = response_actions.named_headers(config)
+    out: dict[str, str] = {}
+    for name, value in fields:
+        if name in named:
+            spelled = named[name]
+            out[spelled] = f"{out[spelled]}, {value}" if spelled in out else value
+            continue
+        canonical = _SAFE_RESPONSE_HEADERS.get(name)
+        if canonical and canonical not in out:
+            out[canonical] = value
+    if runner.vault_id_out:
+        out[VAULT_ID_HEADER] = runner.vault_id_out
+    if runner.unmatched:
+        out[UNMATCHED_HEADER] = ", ".join(runner.unmatched)
+    out.update(runner.returned_variables())
+    return out
 
 
 def _forward_headers(request_headers: dict[str, str], message: Message) -> list[tuple[str, str]]:
@@ -585,6 +756,9 @@ class _Exchange:
         self.url: str | None = None
         self.redact: set[str] = set()
         self.target_response: Any = None
+        #: The target's answer after the response actions (None without response actions or when they failed).
+        self.response_message: Message | None = None
+        self.response_failed: int | None = None  # 8117 / 8118 / 8001 in the response phase
 
     def run(self) -> Response:
         try:
@@ -621,16 +795,20 @@ class _Exchange:
             self.url = _target_url(config, message.query)
         with self.timer.phase("target"):
             self.target_response = target = _send(config, self.url, headers, body)
-        out_headers = {}
-        for name, value in target.headers:
-            canonical = _SAFE_RESPONSE_HEADERS.get(name.lower())
-            if canonical and canonical not in out_headers:
-                out_headers[canonical] = value
-        if self.runner.vault_id_out:
-            out_headers[VAULT_ID_HEADER] = self.runner.vault_id_out
-        if self.runner.unmatched:
-            out_headers[UNMATCHED_HEADER] = ", ".join(self.runner.unmatched)
-        return TargetResponse(target.status, target.body, out_headers)
+        if not config.response_actions:
+            return TargetResponse(target.status, target.body,
+                                  _partner_headers(config, self.runner, [(n.lower(), v) for n, v in target.headers]))
+        with self.timer.phase("response"):
+            answer = response_actions.response_message(target.headers, target.body)
+            try:
+                response_actions.run(self.runner, answer, target.status)
+            except Exception as exc:
+                # 8117/8118, or 8001 (a token store outage): the log masks every response-action place either way
+                self.response_failed = exc.code if isinstance(exc, E.ProxyError) else E.INTERNAL
+                raise
+            self.response_message = answer
+            return TargetResponse(target.status, answer.body.to_bytes(),
+                                  _partner_headers(config, self.runner, answer.headers.items()))
 
     def _record(self, status: int, error: dict[str, Any] | None) -> None:
         config = self.config
@@ -642,6 +820,8 @@ class _Exchange:
                 "timestamp": datetime.fromtimestamp(now, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
                 "status": status, "outcome": "error" if error else "forwarded", "actions": self.runner.outcomes,
             }
+            if self.runner.response_outcomes:
+                entry["responseActions"] = self.runner.response_outcomes
             if self.runner.vault_id_out:
                 entry["vaultIdIssued"] = True
             if self.runner.unmatched:
@@ -650,8 +830,8 @@ class _Exchange:
                 entry["error"] = error
             try:
                 scrub = proxy_logs.Scrubber(self.runner.sensitive)
-                clear_paths: list[CompiledPath] = [
-                    s.path for a in config.actions if a.writes_clear_data or error for s in a.substitutions]
+                clear_paths: list[CompiledPath] = response_actions.message_paths(
+                    a for a in config.actions if a.writes_clear_data or error)
                 if self.message is not None:
                     headers = Headers(_forward_headers(self.request.headers, self.message))
                     redact = set(self.redact)
@@ -664,17 +844,8 @@ class _Exchange:
                         request_message, masks=config.request_masks, clear_paths=clear_paths, scrub=scrub,
                         redact_headers=redact, url=config.target,
                         method=config.method.upper())
-                target = self.target_response
-                if target is not None:
-                    received = Headers(target.headers)  # every field as received, repeated names included
-                    masks = list(config.response_masks)
-                    if target.status >= 400:
-                        masks.extend(config.error_masks)
-                    response_message = Message(headers=received, query=[],
-                                               body=Body(target.body, body_kind(received.get("content-type"),
-                                                                                target.body)))
-                    entry["response"] = proxy_logs.masked_view(response_message, masks=masks, clear_paths=(),
-                                                               scrub=scrub, status=target.status)
+                if self.target_response is not None:
+                    entry["response"] = self._response_view(scrub)
             except Exception as exc:  # noqa: BLE001 - fail closed: the entry is stored without the exchange
                 entry.pop("request", None)
                 entry.pop("response", None)
@@ -683,6 +854,38 @@ class _Exchange:
                                                                "config_ref": config.reference})
         entry["durationsMs"] = self.timer.summary()
         proxy_logs.record(entry)
+        self._log_line(status, error, entry)
+
+    def _response_view(self, scrub: proxy_logs.Scrubber) -> dict[str, Any]:
+        """The logged response: as returned to the partner when response actions ran (tokens in place; clear data
+        a response detokenize wrote is masked), else as received. After a response-phase failure the received
+        response, with every response-action place masked; for 8117 without its body (it could not be read, so it
+        cannot be masked with certainty)."""
+        config, target = self.config, self.target_response
+        masks = list(config.response_masks)
+        if target.status >= 400:
+            masks.extend(config.error_masks)
+        if self.response_message is not None:
+            return proxy_logs.masked_view(self.response_message, masks=masks,
+                                          clear_paths=self.runner.response_clear_paths, scrub=scrub,
+                                          status=target.status)
+        if self.response_failed == E.RESPONSE_UNPROCESSABLE:
+            headers_only = response_actions.response_message(target.headers, b"")
+            places = [p for p in response_actions.message_paths(config.response_actions) if p.source == "header"]
+            view = proxy_logs.masked_view(headers_only, masks=masks, clear_paths=places, scrub=scrub,
+                                          status=target.status)
+            view.pop("body", None)
+            view["bodyBytes"] = len(target.body)
+            view["bodyOmitted"] = "not stored: the response actions could not process this body (8117)"
+            return view
+        fields = Headers(target.headers)  # every field as received, repeated names included
+        received = Message(headers=fields, query=[], query_form=False,
+                           body=Body(target.body, body_kind(fields.get("content-type"), target.body)))
+        clear = response_actions.message_paths(config.response_actions) if self.response_failed else []
+        return proxy_logs.masked_view(received, masks=masks, clear_paths=clear, scrub=scrub, status=target.status)
+
+    def _log_line(self, status: int, error: dict[str, Any] | None, entry: dict[str, Any]) -> None:
+        config = self.config
         _log.info("proxy exchange", extra={"partner_id": config.partner_id, "config_ref": config.reference,
                                            "status": status, "code": (error or {}).get("code"),
                                            "duration_ms": entry["durationsMs"]["total"]})
@@ -696,7 +899,7 @@ def _sample_message(sample: dict[str, Any]) -> tuple[Message, dict[str, str]]:
 
     from vaultcore.errors import ValidationError
 
-    allowed = {"headers", "query", "body"}
+    allowed = {"headers", "query", "body", "response"}
     unknown = set(sample) - allowed
     if unknown:
         raise ValidationError(f"The dry-run request has an unknown member (allowed: {', '.join(sorted(allowed))}).",
@@ -723,6 +926,43 @@ def _sample_message(sample: dict[str, Any]) -> tuple[Message, dict[str, str]]:
         headers.setdefault("content-type", "application/json")
     return (Message(headers=Headers(headers), query=query, body=Body(body, body_kind(headers.get("content-type"), body))),
             headers)
+
+
+def _dry_run_response(config: ProxyConfig, runner: ActionRunner, raw: Any,
+                     result: dict[str, Any]) -> dict[str, Any] | None:
+    """The response half of a dry run: the response actions over the sample target response, and what the partner
+    would receive (``response``: status, headers, body with placeholders for tokens). The preview body goes
+    through the log's card-number scrubbers; ``clearDataWarning`` says when they found something, i.e. when a
+    clear value outside the response actions' places would reach the partner."""
+    from vaultcore.cards.masking import redact_text
+
+    if raw is None:
+        result["responseActions"] = []
+        result["response"] = {"note": "no sample target response: send response {status, headers, body} to run "
+                                      "the response actions"}
+        return None
+    status, headers, body = response_actions.sample_response(raw)
+    answer = response_actions.response_message(headers, body)
+    error = None
+    try:
+        response_actions.run(runner, answer, status)
+    except E.ProxyError as exc:
+        error = {"code": exc.code, "message": exc.message}
+    result["responseActions"] = runner.response_outcomes
+    if error:
+        result["response"] = {"status": 400, "note": "the partner would receive this error, not the response"}
+        return error
+    preview: dict[str, Any] = {"status": status,
+                               "headers": _partner_headers(config, runner, answer.headers.items())}
+    if answer.body.kind != "none":
+        text = answer.body.to_bytes().decode("utf-8", "replace")
+        shown = redact_text(proxy_logs.Scrubber(runner.sensitive)(text))
+        preview["body"] = shown
+        if shown != text:
+            preview["clearDataWarning"] = ("clear card data outside the response actions' places would reach the "
+                                           "partner (masked in this preview)")
+    result["response"] = preview
+    return None
 
 
 def dry_run(partner_id: str, reference: str, sample: dict[str, Any]) -> dict[str, Any]:
@@ -753,11 +993,14 @@ def dry_run(partner_id: str, reference: str, sample: dict[str, Any]) -> dict[str
     except E.ProxyError as exc:
         error = {"code": exc.code, "message": exc.message}
     result["actions"] = runner.outcomes
+    request_error = error
+    if error is None and (config.response_actions or "response" in sample):
+        error = _dry_run_response(config, runner, sample.get("response"), result)
     result["unmatched"] = runner.unmatched
     if error:
         result["error"] = error
     scrub = proxy_logs.Scrubber(runner.sensitive)
-    clear_paths = [s.path for a in config.actions for s in a.substitutions if a.writes_clear_data or error]
+    clear_paths = response_actions.message_paths(a for a in config.actions if a.writes_clear_data or request_error)
     log_headers = Headers(_forward_headers(headers, message))
     redact = {"authorization"}
     if config.authorization.type == "passthrough" and config.authorization.header_name:
