@@ -210,9 +210,17 @@ def _rendered(environment: str = "cert") -> tuple[dict[str, Any], dict[str, dict
 
 def functions_for_event(event: Any, environment: str = "cert") -> list[str]:
     """The template's functions one of whose event sources produces this event: an Api event of the same method
-    and resource, the SQS queue named by the records' ``eventSourceARN``, or a Schedule."""
+    and resource, the SQS queue named by the records' ``eventSourceARN``, a Schedule, or (``awslogs``) the
+    destination of a CloudWatch Logs subscription filter."""
     _, resources = _rendered(environment)
     found = []
+    if isinstance(event, dict) and isinstance(event.get("awslogs"), dict):
+        for res in resources.values():
+            if res.get("Type") == "AWS::Logs::SubscriptionFilter":
+                target = (res.get("Properties") or {}).get("DestinationArn")
+                if isinstance(target, dict) and isinstance(target.get("Fn::GetAtt"), list):
+                    found.append(target["Fn::GetAtt"][0])
+        return sorted(set(found))
     for name, res in resources.items():
         if res.get("Type") != "AWS::Serverless::Function":
             continue

@@ -212,6 +212,9 @@ class Platform:
                                              "window": int(eprops.get("MaximumBatchingWindowInSeconds", 0)),
                                              "partial": "ReportBatchItemFailures" in (eprops.get("FunctionResponseTypes") or [])})
             self.modules[name] = self._load(directory)
+        from local.log_subscriptions import LogSubscriptions
+
+        self.log_subscriptions = LogSubscriptions(self.resources, set(self.modules), ACCOUNT)
         env["VAULT_ALLOW_LOCAL_EGRESS"] = "1"
         env.update(self.env_overrides)
         os.environ.update({k: str(v) for k, v in env.items()})
@@ -232,7 +235,11 @@ class Platform:
     # ------------------------------------------------------------ invocation
     def invoke(self, function: str, event: dict[str, Any]) -> Any:
         ctx = LambdaContext(function, self.timeouts.get(function, 15))
-        return self.modules[function].lambda_handler(event, ctx)
+        subscriptions = getattr(self, "log_subscriptions", None)
+        if subscriptions is None:
+            return self.modules[function].lambda_handler(event, ctx)
+        with subscriptions.capture(function, self.invoke):  # CloudWatch Logs subscription filters (template)
+            return self.modules[function].lambda_handler(event, ctx)
 
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         allowed = False

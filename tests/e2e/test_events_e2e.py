@@ -69,6 +69,8 @@ def test_every_event_runs_through_local_invoke(runner, event):
                 assert payload.get("success", True) is True and payload.get("error", False) is False, payload
     elif event.name == "postback_batch.json":
         assert result == {"batchItemFailures": []}
+    elif event.name == "proxy_log_shipper.json":
+        assert result == {"stored": 1}
     else:
         assert set(result) == {"sent"}
 

@@ -244,16 +244,21 @@ def new_log_id(now_ms: int) -> str:
 
 
 def record(entry: dict[str, Any]) -> None:
-    """Store one exchange; ``entry`` carries partnerId and logId. A failure is logged and swallowed: the
-    target has already answered and the caller must get that answer."""
+    """Log one exchange; ``entry`` (already masked) carries partnerId and logId.
+
+    No AWS call on the request path: the item leaves as one structured line on stdout and a CloudWatch Logs
+    subscription stores it in the ProxyLogs table (:mod:`vaultcore.proxy.log_shipping`). A failure is logged
+    and swallowed: the target has already answered and the caller must get that answer.
+    """
+    from vaultcore.proxy.log_shipping import emit
+
     item = dict(entry)
     item["expiresAt"] = int(clock.now()) + retention_seconds()
     try:
-        with aws_errors("proxy log write"):
-            dynamodb().put_item(TableName=settings().proxy_logs_table, Item=to_item(item))
+        emit(item)
     except Exception as exc:  # noqa: BLE001 - see docstring
-        _log.warning("proxy log not stored", extra={"reason": type(exc).__name__,
-                                                     "config_ref": entry.get("configReferenceID")})
+        _log.warning("proxy log not written", extra={"reason": type(exc).__name__,
+                                                      "config_ref": entry.get("configReferenceID")})
 
 
 def _encode_token(key: dict[str, Any]) -> str:
