@@ -473,6 +473,9 @@ def start(port: int, environment: str = "cert", state_dir: Path | None = None, s
     platform = Platform(environment, state_dir, env_overrides, max_receive_count)
     aws_endpoint = platform.start_moto()
     platform.create_resources()
+    from local import wallet_vendor  # runner only: the wallet vendor's merchant session endpoint, over mutual TLS
+
+    wallet_stand_in = wallet_vendor.start(platform)  # points the wallet session function at it (local/wallet_vendor.py)
     write_env_file(platform)  # <state-dir>/env.json, in `sam local --env-vars` format (DESIGN.md §6)
     server = _Server(("127.0.0.1", port), make_http_handler(platform))
     server.daemon_threads = True
@@ -482,6 +485,8 @@ def start(port: int, environment: str = "cert", state_dir: Path | None = None, s
     platform.start_pollers()
     # The moto endpoint lets end-to-end tests inspect what the platform stored (table scans for card data).
     demo: dict[str, Any] = {"baseUrl": base_url, "environment": environment, "awsEndpoint": aws_endpoint}
+    if wallet_stand_in:
+        demo["walletVendor"] = wallet_stand_in
     if seed_demo:
         from local.seed import seed
 

@@ -1,54 +1,29 @@
-"""Test support for wallet payments: merchant key material, a wallet settings body, tokens, and a stand-in for
-the wallet vendor's merchant validation endpoint (HTTPS that requires and checks a client certificate)."""
+"""Test support for wallet payments: merchant key material, a wallet settings body, tokens, and the runner's
+stand-in for the wallet vendor's merchant validation endpoint (HTTPS that requires and checks a client
+certificate: local/wallet_vendor.py) with a test PKI of its own."""
 
 from __future__ import annotations
 
 import json
-import ssl
-import threading
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
-
-from tests.wallet_token_forge import (
+from local.wallet_token_forge import (
     TestChain,
     build_token,
     make_merchant_keys,
     make_test_chain,
+    new_root,
     sample_payment_data,
     wrap_payment_token,
 )
+from local.wallet_vendor import VendorStandIn, make_server_pki
 
 MERCHANT_ID = "merchant.com.example.shop"
 SHOP_DOMAIN = "shop.example.com"
 VECTORS = Path(__file__).resolve().parent / "vectors"
-
-
-def _pem_key(key: ec.EllipticCurvePrivateKey) -> str:
-    return key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                             serialization.NoEncryption()).decode()
-
-
-def _cert(subject: str, key, issuer_name: x509.Name | None, issuer_key, *, ca: bool, san: list | None = None,
-          eku=None) -> x509.Certificate:
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)])
-    now = datetime.now(UTC)
-    builder = (x509.CertificateBuilder().subject_name(name).issuer_name(issuer_name or name)
-               .public_key(key.public_key()).serial_number(x509.random_serial_number())
-               .not_valid_before(now - timedelta(days=1)).not_valid_after(now + timedelta(days=30))
-               .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True))
-    if san:
-        builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
-    if eku:
-        builder = builder.add_extension(x509.ExtendedKeyUsage(eku), critical=False)
-    return builder.sign(issuer_key, hashes.SHA256())
 
 
 @dataclass
@@ -64,73 +39,25 @@ class Pki:
     identity_key_pem: str = field(init=False)
 
     def __post_init__(self) -> None:
-        import ipaddress
-
-        pem = serialization.Encoding.PEM
-        server_ca_key, client_ca_key = ec.generate_private_key(ec.SECP256R1()), ec.generate_private_key(ec.SECP256R1())
-        server_ca = _cert("Stand-in Server CA", server_ca_key, None, server_ca_key, ca=True)
-        client_ca = _cert("Wallet Vendor Merchant CA", client_ca_key, None, client_ca_key, ca=True)
-        server_key = ec.generate_private_key(ec.SECP256R1())
-        server = _cert("localhost", server_key, server_ca.subject, server_ca_key, ca=False,
-                       san=[x509.DNSName("localhost"), x509.IPAddress(ipaddress.ip_address("127.0.0.1"))],
-                       eku=[ExtendedKeyUsageOID.SERVER_AUTH])
-        identity_key = ec.generate_private_key(ec.SECP256R1())
-        identity = _cert(f"Merchant ID: {MERCHANT_ID}", identity_key, client_ca.subject, client_ca_key, ca=False,
-                         eku=[ExtendedKeyUsageOID.CLIENT_AUTH])
-        self.server_ca_file = self.directory / "server-ca.pem"
+        server = make_server_pki(self.directory)
+        self.server_ca_file, self.server_cert_file, self.server_key_file = server.ca_file, server.cert_file, server.key_file
+        client_ca = new_root("Wallet Vendor Merchant")
         self.client_ca_file = self.directory / "client-ca.pem"
-        self.server_cert_file = self.directory / "server.pem"
-        self.server_key_file = self.directory / "server-key.pem"
-        self.server_ca_file.write_bytes(server_ca.public_bytes(pem))
-        self.client_ca_file.write_bytes(client_ca.public_bytes(pem))
-        self.server_cert_file.write_bytes(server.public_bytes(pem))
-        self.server_key_file.write_text(_pem_key(server_key))
-        self.identity_cert_pem = identity.public_bytes(pem).decode()
-        self.identity_key_pem = _pem_key(identity_key)
+        self.client_ca_file.write_bytes(client_ca[0])
+        key_pem, cert_pem = make_merchant_keys(MERCHANT_ID, issuer=client_ca, client_auth=True)
+        self.identity_cert_pem, self.identity_key_pem = cert_pem.decode(), key_pem.decode()
 
 
-class MerchantValidationStub:
-    """HTTPS on 127.0.0.1 that demands a client certificate issued by the client CA, records each request (body
-    and the client certificate's subject) and answers with an opaque session object."""
+class MerchantValidationStub(VendorStandIn):
+    """The runner's stand-in (local/wallet_vendor.py) on the test's own PKI: HTTPS on 127.0.0.1 that demands a
+    client certificate issued by the client CA, records each request (body, the client certificate's subject) and
+    answers with the vendor's session object (or ``status``)."""
 
     def __init__(self, pki: Pki, status: int = 200) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.status = status
-        stub = self
+        from local.wallet_vendor import ServerPki
 
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:  # noqa: N802 - stdlib name
-                length = int(self.headers.get("Content-Length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}")
-                peer = self.connection.getpeercert()
-                subject = dict(x[0] for x in peer.get("subject", ())) if peer else {}
-                stub.requests.append({"path": self.path, "body": body, "client_cn": subject.get("commonName"),
-                                      "host": self.headers.get("Host")})
-                payload = json.dumps({"epochTimestamp": 1700000000000, "expiresAt": 1700003600000,
-                                      "merchantSessionIdentifier": "SSH-stand-in", "nonce": "abcd1234",
-                                      "merchantIdentifier": "ABCDEF", "domainName": body.get("initiativeContext"),
-                                      "displayName": body.get("displayName"), "signature": "c2lnbmF0dXJl"}).encode()
-                self.send_response(stub.status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-        context.load_cert_chain(pki.server_cert_file, pki.server_key_file)
-        context.load_verify_locations(pki.client_ca_file)
-        context.verify_mode = ssl.CERT_REQUIRED  # mutual TLS: no client certificate, no handshake
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.socket = context.wrap_socket(self.server.socket, server_side=True)
-        self.url = f"https://localhost:{self.server.server_address[1]}/paymentservices/paymentSession"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(ServerPki(pki.server_ca_file, pki.server_cert_file, pki.server_key_file), pki.client_ca_file,
+                         status=status)
 
 
 @dataclass

@@ -11,9 +11,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 LAYER = ROOT / "layers" / "shared" / "python"
-# What a forge does: mint certificates and sign wallet tokens (tests/wallet_token_forge.py).
+# What a forge does: mint certificates and sign wallet tokens (local/wallet_token_forge.py, used by the wallet
+# sandbox CLI, the runner's vendor stand-in and the tests; local/ is never deployed).
 FORGING_NAMES = {"build_token", "sign_content", "make_test_chain", "make_merchant_keys", "wrap_payment_token",
-                 "TestChain", "sample_payment_data"}
+                 "TestChain", "sample_payment_data", "issue_certificate", "new_root", "ensure_sandbox",
+                 "make_server_pki", "VendorStandIn"}
+SANDBOX_MODULES = ("wallet_token_forge", "wallet_sandbox", "wallet_vendor")
 
 
 def _modules() -> list[Path]:
@@ -27,9 +30,11 @@ def test_the_layer_build_ships_the_vaultcore_folder_whole():
 
 def test_the_wallet_token_forge_is_not_in_the_layer():
     assert not (LAYER / "vaultcore" / "crypto" / "wallet_token_testing.py").exists()
-    assert (ROOT / "tests" / "wallet_token_forge.py").is_file()
+    for name in SANDBOX_MODULES:  # one copy, in local/ (tests import it from there)
+        assert (ROOT / "local" / f"{name}.py").is_file()
+        assert not list(ROOT.glob(f"tests/**/{name}.py")) and not list(LAYER.rglob(f"{name}.py"))
     offenders = [p.relative_to(LAYER) for p in _modules()
-                 if p.stem.endswith(("_testing", "_forge")) or p.stem.startswith("test")
+                 if p.stem.endswith(("_testing", "_forge")) or p.stem.startswith("test") or p.stem in SANDBOX_MODULES
                  or {"testing", "tests"} & set(p.relative_to(LAYER).parts[:-1])]
     assert not offenders, f"test-only modules in the shared layer: {offenders}"
 
@@ -46,7 +51,7 @@ def test_no_layer_module_imports_test_support_or_can_mint_certificates_and_token
                 names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
             for name in names:
                 parts = name.split(".")
-                if parts[0] in ("tests", "pytest", "moto") or any(p.endswith(("_testing", "_forge")) for p in parts):
+                if parts[0] in ("tests", "local", "pytest", "moto") or any(p.endswith(("_testing", "_forge")) for p in parts):
                     problems.append(f"{path.relative_to(LAYER)} imports {name}")
             if isinstance(node, ast.FunctionDef | ast.ClassDef) and node.name in FORGING_NAMES:
                 problems.append(f"{path.relative_to(LAYER)} defines {node.name}")
@@ -54,3 +59,10 @@ def test_no_layer_module_imports_test_support_or_can_mint_certificates_and_token
                     "CertificateBuilder", "PKCS7SignatureBuilder"):
                 problems.append(f"{path.relative_to(LAYER)} builds certificates or signatures")
     assert not problems, problems
+
+
+def test_a_deployed_stack_never_sets_the_runner_only_switches():
+    """The wallet session trusts the runner's vendor stand-in only through WALLET_MERCHANT_VALIDATION_CA_FILE with
+    VAULT_ALLOW_LOCAL_EGRESS=1 (vaultcore.wallet.session.runner_ca_file): template.yaml sets neither."""
+    template = (ROOT / "template.yaml").read_text()
+    assert "WALLET_MERCHANT_VALIDATION_CA_FILE" not in template and "VAULT_ALLOW_LOCAL_EGRESS" not in template

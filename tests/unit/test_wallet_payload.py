@@ -8,7 +8,7 @@ from datetime import date
 
 import pytest
 
-from tests.wallet_token_forge import sample_payment_data
+from local.wallet_token_forge import sample_payment_data
 from vaultcore.wallet.errors import W
 from vaultcore.wallet.token_payload import (
     WalletPayloadError,

@@ -1,7 +1,7 @@
 """Wallet token (EC_v1) decryption and CMS signature verification.
 
 Known answers from tests/vectors/applepay.json (a real vendor token and a KDF/GCM-only case); signature cases
-on tokens built with a private CA chain by tests.wallet_token_forge (test-only: it can forge tokens).
+on tokens built with a private CA chain by local.wallet_token_forge (sandbox and tests only: it can forge tokens).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from tests.wallet_token_forge import (
+from local.wallet_token_forge import (
     TestChain,
     build_token,
     make_merchant_keys,

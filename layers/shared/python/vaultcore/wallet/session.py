@@ -14,8 +14,13 @@ session URL in the template). The call is SSRF-checked like every egress (:mod:`
 policy, every resolved address checked, the connection made to a checked address with SNI and certificate
 checks on the name), carries the vendor's body ``{merchantIdentifier, displayName, initiative: "web",
 initiativeContext: <domain>}``, follows no redirect, and is bounded in time (15 s) and size (64 KB).
-``WALLET_MERCHANT_VALIDATION_CA_FILE`` may name a CA bundle to verify the vendor with instead of the system
-store (the local tests' stand-in uses it).
+
+The vendor's server certificate is verified against the system trust store. The one exception is the local
+runner: ``WALLET_MERCHANT_VALIDATION_CA_FILE`` names the CA bundle of the runner's stand-in for the vendor
+(local/wallet_vendor.py), and it is honoured only together with the runner's switch
+``VAULT_ALLOW_LOCAL_EGRESS=1`` in the certification environment (:func:`runner_ca_file`). A deployed stack sets
+neither variable (template.yaml; tests/unit/test_layer_contents.py checks), and with ``ENVIRONMENT=prod`` the
+bundle is ignored whatever else is set: production never trusts anything but the system store.
 
 Python's ``ssl`` loads a client certificate only from a path: the identity key is written to an anonymous
 memory file (``memfd_create``), loaded into the SSL context through ``/proc/self/fd`` and closed at once, so it
@@ -38,9 +43,10 @@ from vaultcore.logs import get_logger
 from vaultcore.wallet import settings as wallet_settings
 from vaultcore.wallet.errors import W, WalletError
 
-__all__ = ["get_wallet_pay_session", "request_session", "VALIDATION_URL_ENV", "VALIDATION_CA_ENV"]
+__all__ = ["get_wallet_pay_session", "request_session", "runner_ca_file", "VALIDATION_URL_ENV", "VALIDATION_CA_ENV"]
 
 VALIDATION_URL_ENV = "WALLET_MERCHANT_VALIDATION_URL"
+#: Runner only (its stand-in's CA bundle): ignored without VAULT_ALLOW_LOCAL_EGRESS=1 or with ENVIRONMENT=prod.
 VALIDATION_CA_ENV = "WALLET_MERCHANT_VALIDATION_CA_FILE"
 _TOTAL_SECONDS = 15.0
 _MAX_RESPONSE = 65_536
@@ -48,13 +54,33 @@ _log = get_logger("wallet.session")
 _contexts: ContainerCache[ssl.SSLContext] = ContainerCache("key_cache_seconds", max_items=256)
 
 
+def runner_ca_file() -> str | None:
+    """The local runner's CA bundle for its vendor stand-in, or None (the system trust store).
+
+    Read at call time. Honoured only when the runner's switch ``VAULT_ALLOW_LOCAL_EGRESS`` is exactly ``1`` and
+    the environment is the certification one; otherwise a set bundle is ignored (and the refusal logged, without
+    the path), so a stray variable in a deployed stack can never widen whom the session call trusts."""
+    from vaultcore.net.ssrf import LOCAL_EGRESS_ENV
+
+    path = os.environ.get(VALIDATION_CA_ENV, "")
+    if not path:
+        return None
+    if os.environ.get(LOCAL_EGRESS_ENV, "") != "1":
+        _log.warning("runner-only CA bundle ignored", extra={"reason": "not-local-runner"})
+        return None
+    if os.environ.get("ENVIRONMENT", "cert").strip().lower() != "cert":
+        _log.warning("runner-only CA bundle ignored", extra={"reason": "not-cert-environment"})
+        return None
+    return path
+
 
 def _ssl_context(certificate_pem: str, key_pem: str) -> ssl.SSLContext:
-    cache_key = hashlib.sha256((certificate_pem + key_pem).encode("utf-8")).hexdigest()
+    cafile = runner_ca_file()
+    cache_key = hashlib.sha256((certificate_pem + key_pem + "\0" + (cafile or "")).encode("utf-8")).hexdigest()
     cached = _contexts.get(cache_key)
     if cached is not None:
         return cached
-    context = ssl.create_default_context(cafile=os.environ.get(VALIDATION_CA_ENV) or None)
+    context = ssl.create_default_context(cafile=cafile)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     # Python's ssl loads a client key only from a path. An anonymous memory file (memfd, Linux: Lambda and the
     # local runner) gives it one without the key ever reaching a disk; it is closed as soon as it is loaded.

@@ -1,8 +1,9 @@
-"""Test fixtures for wallet tokens: a private CA chain, merchant keys and valid ``EC_v1`` tokens (a token forge).
+"""Wallet token forge: a private CA chain, merchant keys and valid ``EC_v1`` tokens.
 
-For tests only (unit and integration tests, the wallet end-to-end tests and the wallet benchmark). It lives under
-tests/, never in the shared layer: a module that mints validly signed wallet tokens must not ship
-(tests/unit/test_layer_contents.py checks).
+For the local sandbox and tests only: the wallet sandbox CLI (``python -m local.wallet_sandbox``), the runner's
+stand-in for the wallet vendor (:mod:`local.wallet_vendor`), the unit, integration and end-to-end tests and the
+wallet benchmark. It lives under local/ (the runner's tools, never deployed), never in the shared layer: a module
+that mints validly signed wallet tokens must not ship (tests/unit/test_layer_contents.py checks).
 
 It produces what the wallet vendor would, per the "Payment Token Format Reference": a chain root ->
 intermediate (marker OID 1.2.840.113635.100.6.2.14) -> leaf (marker OID 1.2.840.113635.100.6.29), a merchant
@@ -34,7 +35,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-from cryptography.x509.oid import NameOID
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 from vaultcore.crypto.wallet_token import (
     EC_V1,
@@ -49,6 +50,8 @@ from vaultcore.crypto.wallet_token import (
 
 __all__ = [
     "TestChain",
+    "issue_certificate",
+    "new_root",
     "make_test_chain",
     "make_merchant_keys",
     "build_token",
@@ -92,22 +95,27 @@ def _name(common_name: str) -> x509.Name:
     )
 
 
-def _certificate(
-    subject: str,
+def issue_certificate(
+    subject: str | x509.Name,
     key: ec.EllipticCurvePrivateKey,
     issuer: x509.Certificate | None,
     issuer_key: ec.EllipticCurvePrivateKey,
     *,
     ca: bool,
-    path_length: int | None,
-    marker_oid: str | None,
-    valid_from: datetime,
-    valid_until: datetime,
+    path_length: int | None = None,
+    marker_oid: str | None = None,
+    valid_from: datetime = _DEFAULT_FROM,
+    valid_until: datetime = _DEFAULT_UNTIL,
+    san: list[x509.GeneralName] | None = None,
+    eku: list[x509.ObjectIdentifier] | None = None,
 ) -> x509.Certificate:
+    """A certificate for ``key``, signed by ``issuer_key`` (self-signed when ``issuer`` is None). ``subject`` is
+    a common name (with the test organisation) or a whole name; ``san`` and ``eku`` add those extensions."""
+    name = _name(subject) if isinstance(subject, str) else subject
     builder = (
         x509.CertificateBuilder()
-        .subject_name(_name(subject))
-        .issuer_name(issuer.subject if issuer is not None else _name(subject))
+        .subject_name(name)
+        .issuer_name(issuer.subject if issuer is not None else name)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(valid_from)
@@ -129,11 +137,35 @@ def _certificate(
         )
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False)
     )
+    if issuer is not None:
+        builder = builder.add_extension(
+            x509.AuthorityKeyIdentifier.from_issuer_public_key(issuer_key.public_key()), critical=False
+        )
     if marker_oid is not None:
         builder = builder.add_extension(
             x509.UnrecognizedExtension(x509.ObjectIdentifier(marker_oid), _DER_NULL), critical=False
         )
+    if san:
+        builder = builder.add_extension(x509.SubjectAlternativeName(san), critical=False)
+    if eku:
+        builder = builder.add_extension(x509.ExtendedKeyUsage(eku), critical=False)
     return builder.sign(issuer_key, hashes.SHA256())
+
+
+def new_root(name: str = "Wallet Test", *, valid_from: datetime = _DEFAULT_FROM,
+             valid_until: datetime = _DEFAULT_UNTIL) -> tuple[bytes, bytes]:
+    """``(certificate_pem, private_key_pem)`` of a fresh self-signed P-256 root CA named ``<name> Root CA``."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    root = issue_certificate(f"{name} Root CA", key, None, key, ca=True, valid_from=valid_from,
+                             valid_until=valid_until)
+    return root.public_bytes(serialization.Encoding.PEM), _key_pem(key)
+
+
+def _load_ca(cert_pem: bytes, key_pem: bytes) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = serialization.load_pem_private_key(key_pem, password=None)
+    if not isinstance(key, ec.EllipticCurvePrivateKey):
+        raise ValueError("the issuing key is not an EC key")
+    return x509.load_pem_x509_certificate(cert_pem), key
 
 
 def make_test_chain(
@@ -143,38 +175,39 @@ def make_test_chain(
     valid_from: datetime = _DEFAULT_FROM,
     valid_until: datetime = _DEFAULT_UNTIL,
     name: str = "Wallet Test",
+    root: tuple[bytes, bytes] | None = None,
 ) -> TestChain:
     """A fresh chain. ``leaf_oid`` / ``intermediate_oid`` False leave out the vendor's marker extensions;
-    the validity window applies to all three certificates (the default spans 2000-2099)."""
-    root_key, inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(3))
+    the validity window applies to all three certificates (the default spans 2000-2099). ``root`` (certificate
+    and key PEM, e.g. from :func:`new_root`) issues the intermediate instead of a fresh root."""
+    if root is None:
+        root = new_root(name, valid_from=valid_from, valid_until=valid_until)
+    root_cert, root_key = _load_ca(*root)
+    inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(2))
     window = {"valid_from": valid_from, "valid_until": valid_until}
-    root = _certificate(
-        f"{name} Root CA", root_key, None, root_key, ca=True, path_length=None, marker_oid=None, **window
-    )
-    intermediate = _certificate(
+    intermediate = issue_certificate(
         f"{name} Integration CA",
         inter_key,
-        root,
+        root_cert,
         root_key,
         ca=True,
         path_length=0,
         marker_oid=OID_INTERMEDIATE_MARKER if intermediate_oid else None,
         **window,
     )
-    leaf = _certificate(
+    leaf = issue_certificate(
         f"{name} Signer",
         leaf_key,
         intermediate,
         inter_key,
         ca=False,
-        path_length=None,
         marker_oid=OID_LEAF_MARKER if leaf_oid else None,
         **window,
     )
     pem = serialization.Encoding.PEM
     return TestChain(
-        root_pem=root.public_bytes(pem),
-        root_key_pem=_key_pem(root_key),
+        root_pem=root[0],
+        root_key_pem=root[1],
         intermediate_pem=intermediate.public_bytes(pem),
         intermediate_key_pem=_key_pem(inter_key),
         leaf_pem=leaf.public_bytes(pem),
@@ -182,10 +215,13 @@ def make_test_chain(
     )
 
 
-def make_merchant_keys(merchant_identifier: str) -> tuple[bytes, bytes]:
-    """``(private_key_pem, certificate_pem)``: a P-256 payment processing key and a self-signed certificate
-    whose extension 1.2.840.113635.100.6.32 holds the upper-case hex SHA-256 of ``merchant_identifier`` as a
-    UTF8String, as the vendor's certificates do."""
+def make_merchant_keys(
+    merchant_identifier: str, *, issuer: tuple[bytes, bytes] | None = None, client_auth: bool = False
+) -> tuple[bytes, bytes]:
+    """``(private_key_pem, certificate_pem)``: a P-256 key and a certificate whose extension
+    1.2.840.113635.100.6.32 holds the upper-case hex SHA-256 of ``merchant_identifier`` as a UTF8String, as
+    the vendor's merchant certificates do. Self-signed, or issued by ``issuer`` (certificate and key PEM);
+    ``client_auth`` marks it for TLS client authentication (a merchant identity certificate)."""
     key = ec.generate_private_key(ec.SECP256R1())
     digest_hex = hashlib.sha256(merchant_identifier.encode("utf-8")).hexdigest().upper().encode("ascii")
     subject = x509.Name(
@@ -194,10 +230,11 @@ def make_merchant_keys(merchant_identifier: str) -> tuple[bytes, bytes]:
             x509.NameAttribute(NameOID.COMMON_NAME, f"Merchant ID: {merchant_identifier}"),
         ]
     )
-    cert = (
+    issuer_cert, issuer_key = _load_ca(*issuer) if issuer is not None else (None, key)
+    builder = (
         x509.CertificateBuilder()
         .subject_name(subject)
-        .issuer_name(subject)
+        .issuer_name(issuer_cert.subject if issuer_cert is not None else subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
         .not_valid_before(_DEFAULT_FROM)
@@ -208,8 +245,10 @@ def make_merchant_keys(merchant_identifier: str) -> tuple[bytes, bytes]:
             ),
             critical=False,
         )
-        .sign(key, hashes.SHA256())
     )
+    if client_auth:
+        builder = builder.add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.CLIENT_AUTH]), critical=False)
+    cert = builder.sign(issuer_key, hashes.SHA256())
     return _key_pem(key), cert.public_bytes(serialization.Encoding.PEM)
 
 
