@@ -1,17 +1,22 @@
 """Tokenization figures: warm POST /api/tokenization/tokenize in-process (four fields, HMAC), its DynamoDB
-round trips, and service throughput (tokens per second) for tokenize, detokenize and the read step. Prints JSON.
+round trips, and service throughput (tokens per second) for tokenize, detokenize and the read step; the token
+engine per value length (3, 4, 9 and 16 digits: the construction of version-3 bfids beside the cycle walking of
+version-1/2 bfids, both measured in this run); and the log scrubber redact_text on 1 KB / 32 KB / 100 KB bodies
+beside json.loads + json.dumps of the same body. Prints JSON.
 
 moto in-process stands in for DynamoDB and KMS, so latencies include moto's Python request handling; the
-round-trip counts are exact (counted on the boto3 client).
+round-trip counts are exact (counted on the boto3 client). The engine and masking figures use no AWS at all.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 
 from bench.common import LAYER, in_process_platform, percentile
 
@@ -32,6 +37,80 @@ def _rate(fn, n: int) -> float:
     for _ in range(n):
         fn()
     return n / (time.perf_counter() - t)
+
+
+def _samples_ms(fn: Callable[[], object], n: int) -> list[float]:
+    fn()
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - t) * 1000)
+    return out
+
+
+def _summary(samples: list[float]) -> dict[str, float]:
+    return {"median_ms": round(statistics.median(samples), 4), "mean_ms": round(statistics.fmean(samples), 4),
+            "p95_ms": round(percentile(samples, 0.95), 4)}
+
+
+def engine_figures(n: int = 300) -> dict:
+    """tokenize_value (and detokenize_value) per digit count, one fresh bfid per call (a bfid is one tokenization;
+    nothing is cached across bfids): ``bfid_version=3`` (now) beside ``bfid_version=2`` (the cycle walking every
+    short value went through before, called explicitly)."""
+    from vaultcore.tokens.engine import detokenize_value, small_domain_construction, tokenize_value
+    from vaultcore.tokens.templates import FieldType, TemplateField
+
+    key = os.urandom(32)
+    value = "4111111111111111"
+    out: dict = {}
+    for digits in (3, 4, 9, 16):
+        field = TemplateField("bench", FieldType.BANK, min_length=3, max_length=19)
+        clear = value[-digits:]
+        row: dict = {}
+        for label, version in (("now_bfid_v3", 3), ("cycle_walk_bfid_v2", 2)):
+            # 3 digits cycle-walked take ~10 ms a call: fewer samples there
+            count = max(40, n // 5) if (digits == 3 and version == 2) else n
+            scopes = iter([os.urandom(12).hex() for _ in range(count + 1)])
+            samples = _samples_ms(lambda f=field, v=version, c=clear, s=scopes: tokenize_value(
+                key, next(s), f, c, bfid_version=v), count)
+            row[label] = {"construction": small_domain_construction(10**digits, version), **_summary(samples),
+                          "samples": count}
+        scope = os.urandom(12).hex()
+        token = tokenize_value(key, scope, field, clear)
+        row["now_bfid_v3"]["detokenize_median_ms"] = round(statistics.median(_samples_ms(
+            lambda f=field, t=token, s=scope: detokenize_value(key, s, f, t), n)), 4)
+        row["speedup_median"] = round(row["cycle_walk_bfid_v2"]["median_ms"] / row["now_bfid_v3"]["median_ms"], 1)
+        out[f"{digits}_digits"] = row
+    return out
+
+
+def _proxy_json_body(size: int) -> str:
+    """bench_proxy's JSON payload shape (cards and items) with the clear card number, as a request log holds it."""
+    doc: dict = {"cards": [{"number": "4000056655665556"}], "items": []}
+    item = {"sku": "ABC-1234", "qty": 2, "desc": "lorem ipsum dolor sit amet", "price": "19.99"}
+    while len(json.dumps(doc)) < size:
+        doc["items"].append(item)
+    return json.dumps(doc)
+
+
+def masking_figures(n: int = 60) -> dict:
+    """redact_text (the last layer of proxy log masking, run on request and response) per body size, beside
+    json.loads + json.dumps of the same body (the target: at most 2x) and beside every pattern run with re.sub over
+    the whole text (what redact_text did before it searched candidates; the result is identical)."""
+    from tests.unit.test_masking import reference_redact_text
+    from vaultcore.cards.masking import redact_text
+
+    out: dict = {}
+    for label, size in (("1KB", 1024), ("32KB", 32 * 1024), ("100KB", 100 * 1024)):
+        body = _proxy_json_body(size)
+        assert redact_text(body) == reference_redact_text(body) and "4000056655665556" not in redact_text(body)
+        mask = statistics.median(_samples_ms(lambda b=body: redact_text(b), n))
+        roundtrip = statistics.median(_samples_ms(lambda b=body: json.dumps(json.loads(b)), n))
+        before = statistics.median(_samples_ms(lambda b=body: reference_redact_text(b), max(5, n // 10)))
+        out[label] = {"bytes": len(body), "redact_text_ms": round(mask, 4), "json_loads_dumps_ms": round(roundtrip, 4),
+                      "ratio_to_json": round(mask / roundtrip, 2), "re_sub_whole_text_ms": round(before, 3)}
+    return out
 
 
 def main(n: int = 300) -> dict:
@@ -83,6 +162,8 @@ def main(n: int = 300) -> dict:
             "dynamodb_round_trips_warm_tokenize_store_false_plus_detokenize": pure_calls,
             "note": "moto in-process stands in for DynamoDB/KMS; keys come from the container cache when warm",
         }
+    figures["engine_per_digit_count"] = engine_figures(n)
+    figures["log_masking_redact_text"] = masking_figures()
     print(json.dumps({"tokens": figures}, indent=2))
     return figures
 

@@ -28,5 +28,6 @@ def echo(platform: Any, method: str, path: str, headers: dict[str, str], body: b
 
 
 from local.checkout_page import ROUTE as CHECKOUT_ROUTE  # noqa: E402
+from local.openapi_pages import ROUTE as OPENAPI_ROUTE  # noqa: E402  /openapi/: the API contracts
 
-ROUTES = [CHECKOUT_ROUTE, ("/_local/echo", echo)]
+ROUTES = [CHECKOUT_ROUTE, ("/_local/echo", echo), OPENAPI_ROUTE]

@@ -2,4 +2,5 @@
 
 from vaultcore.api.handler import api_handler
 
-lambda_handler = api_handler("secure", "vaultcore.auth.authdebug:authdebug")
+lambda_handler = api_handler("secure", "vaultcore.auth.authdebug:authdebug", aws=("dynamodb",),
+                             modules=("vaultcore.store.nonces",))  # imported lazily by the route

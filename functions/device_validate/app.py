@@ -2,4 +2,4 @@
 
 from vaultcore.api.handler import api_handler
 
-lambda_handler = api_handler("secure", "vaultcore.devices.validate:device_validate")
+lambda_handler = api_handler("secure", "vaultcore.devices.validate:device_validate", aws=("dynamodb", "kms"))

@@ -2,4 +2,6 @@
 
 from vaultcore.api.handler import api_handler
 
-lambda_handler = api_handler("gateway", "vaultcore.gateway.service:qsapi")
+lambda_handler = api_handler("gateway", "vaultcore.gateway.service:qsapi", aws=("dynamodb", "kms", "sqs"),
+                             # imported by the route on its usual path: during init instead
+                             modules=("vaultcore.tokens.service",))

@@ -2,4 +2,5 @@
 
 from vaultcore.api.handler import api_handler
 
-lambda_handler = api_handler("admin", "vaultcore.admin.routes:dispatch")
+# SQS (postback redrive and redelivery only) is created on first use.
+lambda_handler = api_handler("admin", "vaultcore.admin.routes:dispatch", aws=("dynamodb", "kms"))

@@ -2,4 +2,5 @@
 
 from vaultcore.api.handler import api_handler
 
-lambda_handler = api_handler("secure", "vaultcore.devices.parser:decrypt_parser")
+lambda_handler = api_handler("secure", "vaultcore.devices.parser:decrypt_parser",
+                             aws=("dynamodb", "kms", "payment-cryptography-data@prod"))

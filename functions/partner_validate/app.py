@@ -2,4 +2,4 @@
 
 from vaultcore.api.handler import api_handler
 
-lambda_handler = api_handler("secure", "vaultcore.partners.validate:partner_validate")
+lambda_handler = api_handler("secure", "vaultcore.partners.validate:partner_validate", aws=("dynamodb", "kms"))

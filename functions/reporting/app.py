@@ -2,4 +2,4 @@
 
 from vaultcore.api.handler import api_handler
 
-lambda_handler = api_handler("gateway", "vaultcore.gateway.reporting:rsapi")
+lambda_handler = api_handler("gateway", "vaultcore.gateway.reporting:rsapi", aws=("dynamodb", "kms"))

@@ -2,4 +2,5 @@
 
 from vaultcore.api.handler import api_handler
 
-lambda_handler = api_handler("secure", "vaultcore.tokens.api:tokenize_endpoint")
+lambda_handler = api_handler("secure", "vaultcore.tokens.api:tokenize_endpoint",
+                             aws=("dynamodb", "kms", "payment-cryptography-data@prod"))

@@ -57,3 +57,30 @@ def runner(tmp_path_factory):
         proc.wait(timeout=10)
     except subprocess.TimeoutExpired:
         proc.kill()
+
+
+# ------------------------------------------------------------------------------------------ API contracts
+# Every response the shared client (tests/e2e/http.py) receives is validated against openapi/<api>.json
+# (tests/e2e/contract.py); a test whose calls (its fixtures' included) got a response its document does not
+# describe fails with the list of mismatches.
+_CONTRACT_MARK = pytest.StashKey[int]()
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item):
+    from tests.e2e import contract
+
+    item.stash[_CONTRACT_MARK] = contract.mark()
+    return (yield)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    from tests.e2e import contract
+
+    result = yield
+    found = contract.since(item.stash.get(_CONTRACT_MARK, contract.mark()))
+    if found:
+        raise AssertionError("responses that do not match their OpenAPI document (openapi/*.json):\n"
+                             + "\n".join(found[:20]))
+    return result

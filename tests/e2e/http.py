@@ -1,4 +1,8 @@
-"""A minimal HTTP client for the end-to-end tests (stdlib only, like an integrator's script)."""
+"""A minimal HTTP client for the end-to-end tests (stdlib only, like an integrator's script).
+
+Every response is checked against its OpenAPI document (:mod:`tests.e2e.contract`); a mismatch fails the test
+that made the call (``tests/e2e/conftest.py``).
+"""
 
 from __future__ import annotations
 
@@ -6,6 +10,8 @@ import json
 import urllib.error
 import urllib.request
 from typing import Any
+
+from tests.e2e import contract
 
 
 def request(url: str, body: bytes | str | dict | None = None, headers: dict[str, str] | None = None,
@@ -18,9 +24,11 @@ def request(url: str, body: bytes | str | dict | None = None, headers: dict[str,
                                  headers={"Content-Type": "application/json", **(headers or {})})
     try:
         with urllib.request.urlopen(req, timeout=30) as resp:
-            return resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()
+            status, hdrs, data = resp.status, {k.lower(): v for k, v in resp.headers.items()}, resp.read()
     except urllib.error.HTTPError as err:
-        return err.code, {k.lower(): v for k, v in err.headers.items()}, err.read()
+        status, hdrs, data = err.code, {k.lower(): v for k, v in err.headers.items()}, err.read()
+    contract.check(method, url, status, hdrs, data)  # against openapi/<api>.json (tests/e2e/contract.py)
+    return status, hdrs, data
 
 
 def post_json(url: str, body: Any = None, headers: dict[str, str] | None = None, method: str = "POST"):

@@ -403,6 +403,29 @@ def test_a_catastrophic_regex_is_refused_and_credentials_must_be_the_partners(px
     assert (status, body["errCode"]) == (400, 8200) and "not a field of template DEMO" in body["errMessage"]
 
 
+def test_pattern_work_is_bounded_per_request(px):
+    """Issue 12: a validator that is quadratic on 1 MiB near-misses is refused when saved (8202, member named);
+    a nested-descendant xpath mask over a deeply nested body (about a minute before) is answered at once."""
+    import time
+
+    email = r"([a-zA-Z0-9_\-\.]+)@((\[[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.)|(([a-zA-Z0-9\-]+\.)+))([a-zA-Z]{2,4}|[0-9]{1,3})(\]?)"
+    doc = px.doc("/echo", [], log_settings={"requestMasks": [{**_place("regex", email), "pattern": "all"}]})
+    status, body = admin(px.base, "POST", f"/admin/v1/partners/{px.key_partner['partnerId']}/proxy-configurations",
+                         doc)
+    assert (status, body["errCode"]) == (400, 8202), body
+    assert body["errMessage"].startswith("proxy.logSettings.requestMasks[0].transformationPath regular expression is "
+                                         "too slow on adversarial input (1 MiB)")
+    mask = {**_place("xpath", "//a//b[1]/text()"), "pattern": "allButFirstSixLastFour"}
+    ref = px.create(px.key_partner, px.doc("/echo", [], log_settings={"requestMasks": [mask]}))
+    chain = "<a>" * 250 + "<b>9999888877776666</b>" + "</a>" * 250
+    xml = "<r>" + chain * 80 + "</r>"
+    started = time.monotonic()
+    status, _, data = px.call(px.key_partner, ref, xml, content_type="application/xml")
+    assert status == 200 and data == xml.encode() and time.monotonic() - started < 10
+    logged = px.logs(px.key_partner, ref)[0]["request"]
+    assert "9999888877776666" not in logged["body"] and "999988******6666" in logged["body"]
+
+
 # ------------------------------------------------------------------------------------------------ dry run, management
 
 

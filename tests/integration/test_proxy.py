@@ -283,3 +283,105 @@ def test_a_token_not_issued_under_the_vault_id_is_8116_and_nothing_is_forwarded(
         assert len(target.seen) == before  # the target received nothing
     log = admin(platform, "GET", f"/admin/v1/partners/{partner['partnerId']}/proxy-logs")[1]["logs"][0]
     assert log["error"]["code"] == 8116
+
+
+# ------------------------------------------------------------------------------------------------ bounded work (issue 12)
+
+#: The classic e-mail pattern of issue 12 (quadratic on a run of local-part characters ending in '@').
+EMAIL = (r"([a-zA-Z0-9_\-\.]+)@((\[[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.)|(([a-zA-Z0-9\-]+\.)+))([a-zA-Z]{2,4}|"
+         r"[0-9]{1,3})(\]?)")
+
+
+def _near_miss_body(size: int = 231_000) -> str:
+    """A JSON body of ``size`` bytes made of near-misses for :data:`EMAIL`: runs of 2,500 local-part characters
+    ending in '@' without a domain, each followed by a real address. Every search costs tens of milliseconds
+    (under the former 50 ms per-search limit), and there are ~90 of them per pass."""
+    segment = "a" * 2500 + "@! x@y.co "
+    return json.dumps({"note": (segment * (size // len(segment) + 1))[: size - 12]})
+
+
+def _store_unprobed(platform, partner, doc) -> str:
+    """Store a configuration as if saved before the 1 MiB save-time probes existed (they would refuse EMAIL)."""
+    import uuid
+
+    from vaultcore.proxy import store
+
+    ref = str(uuid.uuid4())
+    store.put_new({"partnerId": partner["partnerId"], "configReferenceID": ref, "version": 1, "createdAt": 0,
+                   "updatedAt": 0, "document": json.dumps(doc)})
+    return ref
+
+
+def _timed_call(platform, partner, ref, body):
+    import time
+
+    started = time.monotonic()
+    status, headers, payload = _call(platform, partner, ref, body, {"Content-Type": "application/json"})
+    return status, payload, time.monotonic() - started
+
+
+def test_a_slow_regex_substitution_is_answered_8109_within_the_request_budget(platform, partner):
+    """Issue 12 acceptance: the e-mail pattern over a 231 KB body (44 s before) is answered within 3 s."""
+    sub = {"transformationSource": "body", "transformationType": "regex", "transformationPath": EMAIL,
+           "fieldName": "vault_token_card_number"}
+    with Target() as target:
+        doc = _doc(target.url + "/echo", [_gateway_action("detokenize", [sub])])
+        # Saving it now is refused: the save-time probes find it too slow on a 1 MiB near-miss (8202).
+        status, body = admin(platform, "POST", f"/admin/v1/partners/{partner['partnerId']}/proxy-configurations", doc)
+        assert (status, body["errCode"]) == (400, 8202), body
+        assert body["errMessage"].startswith("actions[0].substitutions[0].transformationPath ")
+        assert "too slow on adversarial input (1 MiB)" in body["errMessage"]
+        ref = _store_unprobed(platform, partner, doc)
+        status, payload, took = _timed_call(platform, partner, ref, _near_miss_body())
+        assert (status, payload["success"], payload["code"]) == (400, False, 8109), payload
+        assert "time budget for pattern work (2 s in all)" in payload["message"]
+        assert took < 3, took
+        assert target.seen == []
+    log = admin(platform, "GET", f"/admin/v1/partners/{partner['partnerId']}/proxy-logs")[1]["logs"][0]
+    assert log["error"]["code"] == 8109
+    # The log's masks (the detokenize path is masked as clear data) found the budget spent: fail closed.
+    assert log["request"]["maskError"]["code"] == 8109 and "body" not in log["request"]
+    assert "ran out of time" in log["request"]["bodyOmitted"]
+
+
+def test_a_slow_request_mask_is_answered_8109_and_nothing_is_forwarded(platform, partner):
+    mask = {"transformationSource": "body", "transformationType": "regex", "transformationPath": EMAIL,
+            "pattern": "allAsRedacted"}
+    with Target() as target:
+        ref = _store_unprobed(platform, partner, _doc(target.url + "/echo", masks=[mask]))
+        status, payload, took = _timed_call(platform, partner, ref, _near_miss_body())
+        assert (status, payload["code"]) == (400, 8109), payload
+        assert "(requestMasks). The request was not forwarded." in payload["message"]
+        assert took < 3, took
+        assert target.seen == []
+        # A dry run of the same request says so too.
+        status, out = admin(platform, "POST", f"/admin/v1/partners/{partner['partnerId']}/proxy-configurations/{ref}"
+                                              f"/dry-run", {"headers": {"Content-Type": "application/json"},
+                                                            "body": _near_miss_body()})
+        assert status == 200 and out["error"]["code"] == 8109 and out["request"]["maskError"]["code"] == 8109
+        # The same mask on a small body is applied, and the request forwarded.
+        status, _, _ = _call(platform, partner, ref, json.dumps({"email": "jane@example.com"}),
+                             {"Content-Type": "application/json"})
+        assert status == 200 and len(target.seen) == 1
+    logs = admin(platform, "GET", f"/admin/v1/partners/{partner['partnerId']}/proxy-logs")[1]["logs"]
+    assert logs[0]["request"]["body"] == '{"email": "[REDACTED]@example.com"}'  # group 1 of the pattern
+    refused = logs[1]
+    assert refused["error"]["code"] == 8109 and refused["request"]["maskError"]["code"] == 8109
+    assert "body" not in refused["request"] and "response" not in refused
+
+
+def test_a_slow_response_mask_keeps_the_answer_and_stores_no_body(platform, partner):
+    """Response masks run after the target answered: the partner gets the answer, the log fails closed."""
+    mask = {"transformationSource": "body", "transformationType": "regex", "transformationPath": EMAIL,
+            "pattern": "allAsRedacted"}
+    with Target() as target:
+        doc = _doc(target.url + "/echo")
+        doc["proxy"]["logSettings"] = {"responseMasks": [mask], "handledErrorMasks": [mask]}
+        ref = _store_unprobed(platform, partner, doc)
+        status, payload, took = _timed_call(platform, partner, ref, _near_miss_body())
+        assert status == 200 and isinstance(payload, dict) and len(target.seen) == 1
+        assert took < 5, took  # 2 s of pattern work at most, plus the exchange itself
+    log = admin(platform, "GET", f"/admin/v1/partners/{partner['partnerId']}/proxy-logs")[1]["logs"][0]
+    assert log["status"] == 200 and "error" not in log
+    assert log["response"]["maskError"]["code"] == 8109 and "body" not in log["response"]
+    assert log["durationsMs"]["log"] < 3000

@@ -339,8 +339,41 @@ def test_version_1_bfids_keep_detokenizing_without_the_tag_check(platform, partn
     # documented limit of version 1: a wrong well-formed token is not refused (FF1 gives another value)
     wrong = detokenize_values(pid, old, {"vault_token_card_number": README_EXAMPLE_TOKEN})
     assert wrong["vault_token_card_number"] != PAN
-    # new bfids are version 2
-    assert tokenize_values(pid, "DEMO", [("zip", "30301")]).bfid.startswith("djIA")
+    # new bfids are version 3
+    assert tokenize_values(pid, "DEMO", [("zip", "30301")]).bfid.startswith("djMA")
+
+
+def test_version_2_bfids_keep_their_cycle_walked_short_tokens(platform, partner):
+    from vaultcore.tokens import keys as token_keys
+    from vaultcore.tokens.bfid import draft_bfid, parse_bfid, seal_bfid, token_tag
+    from vaultcore.tokens.engine import tokenize_value
+    from vaultcore.tokens.templates import Template
+
+    pid = partner["partnerId"]
+    keys = token_keys.current_keys(pid)
+    demo = Template.from_dict({"templateRef": "DEMO", "fields": FIELDS})
+    expiry, first = demo.get_field("vault_token_card_expiration"), demo.get_field("vault_token_first_name")
+    # Given a version-2 bfid issued before version 3, with an expiry token made the old way (cycle walking)
+    draft = draft_bfid(keys.version, "DEMO", pid, version=2)
+    old = tokenize_value(keys.ff1_key, draft.scope, expiry, "1229", bfid_version=2)
+    bfid = seal_bfid(keys.mac_key, draft, [(1, token_tag(keys.tag_key, draft.scope, expiry.name, old))])
+    assert bfid.startswith("djIA")
+    # Then it still detokenizes through the service
+    assert detokenize_values(pid, bfid, {expiry.name: old}) == {expiry.name: "1229"}
+    # and tokenizing more under it keeps version 2 and the old construction (same token again, the new short one
+    # cycle-walked too), so one bfid never mixes constructions
+    more = tokenize_values(pid, "DEMO", [(expiry.name, "1229"), (first.name, "Al")], bfid=bfid)
+    assert more.bfid.startswith("djIA") and parse_bfid(keys.mac_key, more.bfid).scope == draft.scope
+    assert more.values == {expiry.name: old,
+                           first.name: tokenize_value(keys.ff1_key, draft.scope, first, "Al", bfid_version=2)}
+    assert detokenize_values(pid, more.bfid, more.values) == {expiry.name: "1229", first.name: "Al"}
+    # while a new bfid is version 3 and makes its short tokens with the prefix cipher
+    new = tokenize_values(pid, "DEMO", [(expiry.name, "1229"), (first.name, "Al")])
+    scope = parse_bfid(keys.mac_key, new.bfid).scope
+    assert new.bfid.startswith("djMA")
+    assert new.values == {expiry.name: tokenize_value(keys.ff1_key, scope, expiry, "1229", bfid_version=3),
+                          first.name: tokenize_value(keys.ff1_key, scope, first, "Al", bfid_version=3)}
+    assert detokenize_values(pid, new.bfid, new.values) == {expiry.name: "1229", first.name: "Al"}
 
 
 def test_omit_keeps_tokens_out_of_the_response(platform, partner):

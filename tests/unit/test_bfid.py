@@ -1,5 +1,5 @@
-"""bfid: round trip, integrity (every character), length limits, key derivation, token tags (version 2) and
-version-1 compatibility."""
+"""bfid: round trip, integrity (every character), length limits, key derivation, token tags (versions 2 and 3),
+version 3 (the small-domain construction marker) and version-1 and -2 compatibility."""
 
 from __future__ import annotations
 
@@ -17,6 +17,8 @@ from vaultcore.tokens.bfid import (
     BFID_MAX_LENGTH,
     BFID_MIN_LENGTH,
     BFID_TEXT_MAX_LENGTH,
+    BFID_VERSION,
+    PREFIX_CIPHER_VERSION,
     BfidError,
     BfidInfo,
     derive_subkeys,
@@ -63,6 +65,8 @@ def test_fresh_bfids_are_unique_and_current():
 
 def test_payload_is_versioned_and_names_key_version_and_template():
     raw = base64.urlsafe_b64decode(make() + "==")
+    assert raw.startswith(b"v3\x00\x03") and b"GATEWAY" in raw and b"partner-42" in raw
+    raw = base64.urlsafe_b64decode(make(version=2) + "==")
     assert raw.startswith(b"v2\x00\x03") and b"GATEWAY" in raw and b"partner-42" in raw
     raw = base64.urlsafe_b64decode(make(version=1) + "==")
     assert raw.startswith(b"v1\x00\x03") and b"GATEWAY" in raw and b"partner-42" in raw
@@ -112,7 +116,7 @@ def test_forged_structure_with_wrong_tag_is_refused():
 
 def test_unknown_version_is_refused_even_with_a_valid_tag():
     raw = base64.urlsafe_b64decode(make() + "==")
-    payload = b"v3" + raw[2:-16]
+    payload = b"v4" + raw[2:-16]
     tag = hmac.new(MAC_KEY, payload, hashlib.sha256).digest()[:16]
     with pytest.raises(BfidError, match="unknown format"):
         parse_bfid(MAC_KEY, base64.urlsafe_b64encode(payload + tag).rstrip(b"=").decode())
@@ -215,8 +219,9 @@ KNOWN_SCOPE = "djIAAwBlU_EAAAECAwQFBgcICQoLDA0ODwpwYXJ0bmVyLTQyB0dBVEVXQVk"
 KNOWN_BFID = "djIAAwBlU_EAAAECAwQFBgcICQoLDA0ODwpwYXJ0bmVyLTQyB0dBVEVXQVkAKZgxDgFGLsGLuVDeJtAxpX2JMljq8xSurg"
 
 
-def known_draft() -> BfidInfo:
-    return draft_bfid(3, "GATEWAY", "partner-42", issued_at=1_700_000_000, nonce=bytes(range(16)))
+def known_draft(version: int = 2) -> BfidInfo:
+    """The known core as version 2 (the known answers below predate version 3, whose layout is the same)."""
+    return draft_bfid(3, "GATEWAY", "partner-42", issued_at=1_700_000_000, nonce=bytes(range(16)), version=version)
 
 
 def issued(info: BfidInfo, *pairs: tuple[int, str, str]) -> str:
@@ -253,6 +258,50 @@ def test_sealed_bfid_known_answer_and_parse():
     assert (info.version, info.scope, info.key_version, info.issued_at) == (2, KNOWN_SCOPE, 3, 1_700_000_000)
     assert info.tags == ((0, bytes.fromhex("2998310e")), (1, bytes.fromhex("462ec18b")))
     assert peek_bfid_unverified(text) == ("partner-42", 3)
+
+
+KNOWN_SCOPE_V3 = "djMAAwBlU_EAAAECAwQFBgcICQoLDA0ODwpwYXJ0bmVyLTQyB0dBVEVXQVk"
+KNOWN_BFID_V3 = "djMAAwBlU_EAAAECAwQFBgcICQoLDA0ODwpwYXJ0bmVyLTQyB0dBVEVXQVkAPy51LwEDDQ2YrYKjpwm0M3IvWvY6oFn8Gw"
+
+
+def test_version_3_known_answer_same_layout_other_marker():
+    # Given the known core drafted now (version 3: small-domain tokens by the prefix cipher)
+    info = draft_bfid(3, "GATEWAY", "partner-42", issued_at=1_700_000_000, nonce=bytes(range(16)))
+    assert info.version == BFID_VERSION == PREFIX_CIPHER_VERSION == 3
+    # Then its core is version 2's with the marker "v3": another scope, so other tweaks and tags
+    assert info.scope == KNOWN_SCOPE_V3 != KNOWN_SCOPE
+    core = base64.urlsafe_b64decode(KNOWN_SCOPE_V3 + "=")
+    assert core == b"v3" + base64.urlsafe_b64decode(KNOWN_SCOPE + "=")[2:]
+    assert token_tag(TAG_KEY, info.scope, CARD, CARD_TOKEN).hex() == "3f2e752f"
+    text = issued(info, (0, CARD, CARD_TOKEN), (1, EXPIRY, EXPIRY_TOKEN))
+    assert text == KNOWN_BFID_V3 and len(text) == len(KNOWN_BFID)
+    parsed = parse_bfid(MAC_KEY, text, expected_partner_id="partner-42")
+    assert (parsed.version, parsed.scope, parsed.key_version) == (3, KNOWN_SCOPE_V3, 3)
+    assert token_issued(TAG_KEY, parsed, 0, CARD, CARD_TOKEN)
+    assert not token_issued(TAG_KEY, parsed, 1, EXPIRY, "0732")
+    # a version-2 tag does not vouch under version 3 (the version is part of the scope), nor the reverse
+    assert not token_issued(TAG_KEY, parse_bfid(MAC_KEY, issued(known_draft(), (0, CARD, "4111110000001111"))), 0,
+                            CARD, CARD_TOKEN)
+    # the version is MAC'd: changing the marker of a valid version-3 bfid to v2 is refused
+    raw = base64.urlsafe_b64decode(text + "==")
+    with pytest.raises(BfidError, match="not valid"):
+        parse_bfid(MAC_KEY, base64.urlsafe_b64encode(b"v2" + raw[2:]).rstrip(b"=").decode())
+
+
+def test_a_version_2_bfid_extends_as_version_2():
+    # Given a version-2 bfid issued before version 3 existed
+    old = parse_bfid(MAC_KEY, issued(known_draft(), (0, CARD, CARD_TOKEN)))
+    assert old.version == 2
+    # When tokens are added under it, it stays version 2 with the same scope (its tokens are made as before)
+    extended = parse_bfid(MAC_KEY, issued(old, (1, EXPIRY, EXPIRY_TOKEN)))
+    assert (extended.version, extended.scope) == (2, KNOWN_SCOPE)
+    assert issued(old, (1, EXPIRY, EXPIRY_TOKEN)) == KNOWN_BFID
+    # and only versions 2 and 3 can be drafted or carry tags
+    for version in (1, 4):
+        with pytest.raises(BfidError, match="version 2 or 3"):
+            draft_bfid(3, "GATEWAY", "partner-42", version=version)
+    with pytest.raises(BfidError, match="bfid version must be 1, 2 or 3"):
+        make(version=4)
 
 
 def test_only_issued_tokens_pass_the_tag_check():
@@ -295,7 +344,7 @@ def test_version_1_bfids_still_verify_without_tags():
     # and any token passes the tag check: old tokens keep detokenizing (the FF1 result is not checked)
     assert token_issued(TAG_KEY, info, 0, CARD, CARD_TOKEN) and token_issued(TAG_KEY, info, 5, "x", "anything")
     # a version-1 bfid cannot carry tags
-    with pytest.raises(BfidError, match="only a version-2 bfid"):
+    with pytest.raises(BfidError, match="only a version-2 or version-3 bfid"):
         seal_bfid(MAC_KEY, info, [(0, bytes(4))])
     # a version-1 payload with trailing bytes (tags) is not a version-1 bfid
     payload = base64.urlsafe_b64decode(text + "==")[:-16] + b"\x00" + bytes(4)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 
@@ -10,6 +11,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
+from vaultcore.cards import masking
 from vaultcore.cards.luhn import luhn_check_digit
 from vaultcore.cards.masking import (
     MASK_PATTERNS,
@@ -394,3 +396,163 @@ def test_redact_text_has_no_catastrophic_backtracking() -> None:
         start = time.perf_counter()
         redact_text(text)
         assert time.perf_counter() - start < 2.0
+
+
+# ---------------------------------------------------------------------- redact_text's candidate search
+# redact_text finds where each step's pattern can match with byte-string operations in C and tries the pattern
+# there only. It must give exactly what running every pattern over the whole text gives: the reference below is
+# the steps as plain ``pattern.sub`` calls (no gate, no candidate list), repeated until nothing changes.
+
+
+def _reference_once(text: str) -> str:
+    text = masking._AUTH_TOKEN_RE.sub(masking._redact_auth_token, text)
+    text = masking._PARAM_AUTH_RE.sub(masking._redact_param_auth, text)
+    text = masking._KV_RE.sub(masking._redact_kv, text)
+    text = masking._XML_SECRET_RE.sub(masking._redact_xml, text)
+    text = masking._TRACK1_RE.sub(masking._redact_track1, text)
+    text = masking._TRACK2_RE.sub(masking._redact_track2, text)
+    text = masking._HEX_RE.sub(masking._redact_hex, text)
+    return masking._PAN_CANDIDATE_RE.sub(masking._redact_pan, text)
+
+
+def reference_redact_text(text: str) -> str:
+    for _ in range(masking._MAX_PASSES):
+        redacted = _reference_once(text)
+        if redacted == text:
+            break
+        text = redacted
+    return text
+
+
+def _spellings(alternative: str) -> list[str]:
+    """Every string an alternative of _SECRET_KEYS / _PAN_KEYS matches (they use only ``[_-]?`` and ``x?``)."""
+    out = [""]
+    i = 0
+    while i < len(alternative):
+        if alternative.startswith("[_-]?", i):
+            out = [s + sep for s in out for sep in ("", "_", "-")]
+            i += 5
+        elif i + 1 < len(alternative) and alternative[i + 1] == "?":
+            out = [s + opt for s in out for opt in ("", alternative[i])]
+            i += 2
+        else:
+            out = [s + alternative[i] for s in out]
+            i += 1
+    return out
+
+
+KEY_SPELLINGS = sorted({s for alt in (masking._SECRET_KEYS + "|" + masking._PAN_KEYS).split("|")
+                        for s in _spellings(alt)})
+
+
+def test_every_key_spelling_holds_a_stem_at_a_listed_offset():
+    # The key step is tried only where a stem sits at one of its offsets from the key's first character.
+    assert len(KEY_SPELLINGS) > 40
+    for spelling in KEY_SPELLINGS:
+        assert re.fullmatch(f"(?:{masking._SECRET_KEYS}|{masking._PAN_KEYS})", spelling)
+        assert any(spelling.encode()[offset:].startswith(stem) for stem, offsets in masking._KEY_STEMS
+                   for offset in offsets), spelling
+
+
+NON_ASCII = ["\u0130", "\u0131", "\u017f", "\u212a", "é", "Ж", "€", "\u00a0", "\u2028", "\ud800", "😀"]
+_digits = st.text(alphabet="0123456789", min_size=1, max_size=24)
+_grouped_pan = branded_pan16.flatmap(
+    lambda pan: st.sampled_from([" ", "-", "  ", " -", ""]).map(
+        lambda sep, p=pan: sep.join(p[i : i + 4] for i in range(0, 16, 4))))
+_key_value = st.builds(
+    lambda key, case, sep, value: (key.upper() if case == 1 else key.title() if case == 2 else key) + sep + value,
+    st.sampled_from(KEY_SPELLINGS + ["ſecret", "\u212aey", "prİmary_account_number", "vault_token_card_number",
+                                     "card", "x-api"]),
+    st.integers(0, 2),
+    st.sampled_from([": ", "=", '": "', "': '", '\\": \\"', " = ", ":", '"=', "\\=", '\\"']),
+    st.one_of(pan16, _digits, st.sampled_from(['"abc"', "null", "12 34", "[REDACTED]", "4242 4242-4242 4242",
+                                               "x y", "'q'", '\\"v\\"', "*", "<"])),
+)
+_auth = st.builds(
+    lambda name, sep, scheme, cred: name + sep + scheme + cred,
+    st.sampled_from(["Authorization", "authorization", "AUTHORİZATİON", "Proxy-Authorization", "xproxy-authorization",
+                     "9authorization", "proxy-authorization"]),
+    st.sampled_from([": ", "=", '": "', "\\\": \\\"", ":"]),
+    st.sampled_from(["", "Basic ", "Bearer ", "Hmac ", "Digest ", "hmac ", "token "]),
+    st.sampled_from(["dXNlcjpwYXNz", 'username="p1", nonce="n-1", response="ab"', "nonce=x, signature=y",
+                     "[REDACTED]", '\\"q\\"', "4242424242424242", "a=b"]),
+)
+_fragment = st.one_of(
+    st.text(alphabet="0123456789 -=Dd;%^?B*:\"'\\<>/&,[]{}abcdefABCFxyz_\n", max_size=12),
+    st.sampled_from(NON_ASCII),
+    _digits,
+    pan16,
+    branded_pan16,
+    _grouped_pan,
+    _key_value,
+    _auth,
+    st.sampled_from([r[0] for r in REDACTIONS] + ORDINARY + [e["raw"] for e in TRACKS if "raw" in e]),
+    st.text(alphabet="0123456789abcdefABCDEF", min_size=28, max_size=40),
+    st.sampled_from(["<cvv>", "</cvv>", "<CVV>", "<PartnerKey>", "</PartnerKey>", "<card_number>", "^", "%B", ";",
+                     "=", "D", "?", "messageId=", "ksn: ", "hmac", "digest", " ", "  ", "-"]),
+)
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(_fragment, max_size=10).map("".join))
+def test_redact_text_equals_every_pattern_applied_to_the_whole_text(text: str) -> None:
+    assert redact_text(text) == reference_redact_text(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [r[0] for r in REDACTIONS] + [r[1] for r in REDACTIONS] + ORDINARY
+    + [e["raw"] for e in TRACKS if "raw" in e]
+    + [
+        "1 " * 5000,
+        "Hmac " + "a=b " * 3000,
+        "%B" + "1" * 19 + "^" + "A" * 5000,
+        "cvv=" + '"' + "\\" * 5000,
+        "Authorization: " + " " * 5000,
+        "0" * 100_000,
+        "4" * 30 + "=" + "1" * 40 + "D" * 3,
+        ";" + "4" * 19 + "=" + "2512",
+        "x" + "42424242424242421" * 5,
+        " - ".join(["4242"] * 10),
+        "\u017fecret: hunter2 and \u212aey=abc and prİmary_account_number=4242424242424241",
+        "café 4242424242424242 Ж " * 50,
+    ],
+)
+def test_redact_text_equals_the_reference_on_known_and_hostile_texts(text: str) -> None:
+    assert redact_text(text) == reference_redact_text(text)
+
+
+def _json_body(size: int) -> str:
+    doc = {"cards": [{"number": "4000056655665556", "cvv": "123"}], "headers": {"Authorization": "Basic abc"},
+           "items": []}
+    item = {"sku": "ABC-1234", "qty": 2, "desc": "lorem ipsum dolor sit amet", "price": "19.99",
+            "ref": "0123456789abcdef0123456789abcdef", "card_number": "4242 4242 4242 4242", "note": "Ωmega"}
+    while len(json.dumps(doc, ensure_ascii=False)) < size:
+        doc["items"].append(item)
+    return json.dumps(doc, ensure_ascii=False, indent=2)
+
+
+def _xml_body(size: int) -> str:
+    item = ("<item><sku>ABC-1234</sku><pan>4111111111111111</pan><cvv>123</cvv><track>;4266841088889999=08091011"
+            "00000046?0</track><desc>lorem ipsum</desc></item>")
+    return "<order>" + item * (size // len(item) + 1) + "</order>"
+
+
+@pytest.mark.parametrize("body", [_json_body(32 * 1024), _xml_body(32 * 1024)], ids=["json", "xml"])
+def test_redact_text_equals_the_reference_on_whole_bodies(body: str) -> None:
+    redacted = redact_text(body)
+    assert redacted == reference_redact_text(body)
+    assert "4000056655665556" not in redacted and "4111111111111111" not in redacted and "Basic abc" not in redacted
+
+
+def test_keys_spelled_with_characters_ignorecase_folds_are_redacted() -> None:
+    # re.IGNORECASE matches U+017F to s, U+212A to k and U+0130 to i: such spellings are keys too
+    assert redact_text("\u017fecret: hunter2") == "\u017fecret: [REDACTED]"
+    assert redact_text('{"\u212aey": "abc"}') == '{"\u212aey": "[REDACTED]"}'
+    assert redact_text("AUTHORİZATİON: Bearer xyz") == "AUTHORİZATİON: Bearer [REDACTED]"
+
+
+def test_positions_survive_non_ascii_text() -> None:
+    # Characters outside ASCII (one code point, any width in UTF-8) do not shift what is masked
+    text = "Ж😀é\ud800 4242424242424242 ключ=1 key=secret-value 0123456789abcdef0123456789abcdef Ω"
+    assert redact_text(text) == "Ж😀é\ud800 424242******4242 ключ=1 key=[REDACTED] [hex:32] Ω"

@@ -110,3 +110,55 @@ def test_runtime_timeout_raises_regex_timeout():
         compiled.search("a" * 5000 + "!")
     assert time.monotonic() - started < 0.5
     assert issubclass(RegexTimeout, ValueError)
+
+
+# ------------------------------------------------------------------------------------------------ save-time probes (issue 12)
+
+CLASSIC_EMAIL = (r"([a-zA-Z0-9_\-\.]+)@((\[[0-9]{1,3}\.[0-9]{1,3}\.[0-9]{1,3}\.)|(([a-zA-Z0-9\-]+\.)+))"
+                 r"([a-zA-Z]{2,4}|[0-9]{1,3})(\]?)")
+
+
+@pytest.mark.parametrize(
+    "pattern",
+    [
+        CLASSIC_EMAIL,  # issue 12: quadratic on "aaa...a@" (a run of local-part characters, '@', no domain)
+        r"[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}",  # the same, unanchored
+        r"\w+@\w+\.\w+",
+        r"^[a-zA-Z0-9._%+-]+@[a-zA-Z0-9.-]+\.[a-zA-Z]{2,}$",  # anchored: quadratic on "a@a.a.a.a..." instead
+        r"\b[A-Za-z0-9._%+-]+@[A-Za-z0-9.-]+\.[A-Za-z]{2,}\b",
+        r"\w+=\w+",  # "aaa...a=" with nothing after
+        r"\s+$",  # the classic trim: "   ...   x"
+    ],
+)
+def test_polynomial_patterns_are_refused_on_1_mib_probes(pattern):
+    started = time.monotonic()
+    with pytest.raises(UnsafeRegex, match=r"too slow on adversarial input \(1 MiB\)"):
+        compile_bounded(pattern)
+    assert time.monotonic() - started < 3  # bounded: about 0.5 s at most on an idle machine
+
+
+def test_probes_follow_the_patterns_own_literals_and_classes():
+    from vaultcore.net.safe_regex import _pattern_chars, _probe_specs
+
+    outside, inside = _pattern_chars(r"^(?P<user>[a-z0-9._%+-]+)@[a-z0-9.-]+\.[a-z]{2,}$")
+    assert outside == "@." and "%" in inside and "user" not in outside + inside
+    specs = _probe_specs(r"^[a-z0-9._%+-]+@[a-z0-9.-]+\.[a-z]{2,}$")
+    assert ("", "a", "@\x00") in specs and ("a@", "a.", "\x00") in specs
+
+
+def test_stored_patterns_are_compiled_without_probes():
+    from vaultcore.net.safe_regex import probing
+
+    with probing(enabled=False):
+        compiled = compile_bounded(CLASSIC_EMAIL)
+    assert compiled.search("jane x@y.co").group(1) == "x"
+    assert compile_bounded(CLASSIC_EMAIL, probe=False) is compiled
+
+
+def test_one_configurations_probes_share_a_budget_and_running_out_is_not_cached():
+    from vaultcore.net.safe_regex import probing
+
+    pattern = r"(?P<pan>\d{15,16})x"
+    with probing(budget_seconds=0.000001), pytest.raises(UnsafeRegex, match="could not be checked in time"):
+        compile_bounded(pattern)
+    assert compile_bounded(pattern).search("1234567890123456x")  # checked in full once there is time

@@ -1,4 +1,5 @@
-"""Token engine: formats, pass-through characters, determinism, lengths, short values, irreversible, errors."""
+"""Token engine: formats, pass-through characters, determinism, lengths, short values (prefix cipher under
+version-3 bfids, cycle walking under versions 1 and 2), irreversible, errors."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from vaultcore.crypto.ff1 import PreparedFF1
 from vaultcore.tokens import engine
 from vaultcore.tokens.engine import (
     INACTIVE,
@@ -21,6 +23,7 @@ from vaultcore.tokens.engine import (
     TokenError,
     detokenize_value,
     field_tweak,
+    small_domain_construction,
     tokenize_value,
 )
 from vaultcore.tokens.templates import (
@@ -181,7 +184,7 @@ def test_short_values_keep_their_length(name, value):
 
 
 def test_short_domain_tokens_are_a_permutation():
-    # Expiry dates (10**4 values, below FF1's one million) are cycle-walked: distinct values give distinct tokens.
+    # Expiry dates (10**4 values, below FF1's one million: the prefix cipher): distinct values give distinct tokens.
     field = gw("card_expiration")
     values = [f"{m:02d}{y:02d}" for m in range(1, 13) for y in range(24, 44)]
     tokens = [tokenize_value(KEY, BFID, field, v) for v in values]
@@ -191,9 +194,111 @@ def test_short_domain_tokens_are_a_permutation():
 
 
 def test_short_and_long_values_do_not_share_tokens():
-    # "123" and "0123" are different values of one field: the cycle walk binds the length in its tweak.
-    field = gw("zip")
-    assert tokenize_value(KEY, BFID, field, "0123")[1:] != tokenize_value(KEY, BFID, field, "123")
+    # "123" and "0123" are different values of one field: both small-domain constructions bind radix and length.
+    for version in (2, 3):
+        for field in (gw("zip"), gw("card_verification")):
+            assert tokenize_value(KEY, BFID, field, "0123", bfid_version=version)[1:] != tokenize_value(
+                KEY, BFID, field, "123", bfid_version=version)
+
+
+# ------------------------------------------------------------- small domains: prefix cipher and cycle walking
+
+# (field, value, token under a version-3 bfid: prefix cipher, token under a version-1/2 bfid: cycle walking). The
+# cycle-walked tokens are those the engine made before the prefix cipher existed (computed with that code).
+SHORT_KNOWN = [
+    ("card_verification", "123", "239", "130"),
+    ("card_verification", "0007", "3269", "5938"),
+    ("card_expiration", "1227", "7568", "8105"),
+    ("first_name", "Al", "Le", "fh"),
+]
+
+
+@pytest.mark.parametrize(("name", "value", "v3", "v2"), SHORT_KNOWN)
+def test_short_value_known_answers(name, value, v3, v2):
+    field = gw(name)
+    # Given a fixed key, bfid and field / Then the token depends on the bfid's version, and each inverts
+    assert tokenize_value(KEY, BFID, field, value) == tokenize_value(KEY, BFID, field, value, bfid_version=3) == v3
+    assert tokenize_value(KEY, BFID, field, value, bfid_version=2) == v2
+    assert tokenize_value(KEY, BFID, field, value, bfid_version=1) == v2
+    assert detokenize_value(KEY, BFID, field, v3) == value
+    assert detokenize_value(KEY, BFID, field, v2, bfid_version=2) == value
+
+
+def _old_cycle_walk(key: bytes, bfid: str, field: TemplateField, value: str) -> str:
+    """A short value tokenized as before the prefix cipher, written here from the engine's former docstring: FF1
+    on radix 1000, two numerals, tweak ``T || 0x01 || radix || k``, repeated until the result is below N."""
+    radix, k = field.charset.radix, len(value)
+    x = 0
+    for ch in value:
+        x = x * radix + field.charset.index[ch]
+    ff1 = PreparedFF1(key, field_tweak(bfid, field.name) + bytes((1, radix, k)), 1000, 2)
+    y = ff1.encrypt_int(x)
+    while y >= radix**k:
+        y = ff1.encrypt_int(y)
+    out = []
+    for _ in range(k):
+        y, d = divmod(y, radix)
+        out.append(field.charset.chars[d])
+    return "".join(reversed(out))
+
+
+@pytest.mark.parametrize("value", ["123", "000", "999", "0123", "9999"])
+def test_old_short_tokens_still_detokenize(value):
+    # Given a CVV token made the old way (cycle walking) under a bfid issued before version 3
+    field = gw("card_verification")
+    old = _old_cycle_walk(KEY, BFID, field, value)
+    # Then the engine reads it back under the bfid's version, and makes the same token under it
+    assert detokenize_value(KEY, BFID, field, old, bfid_version=2) == value
+    assert detokenize_value(KEY, BFID, field, old, bfid_version=1) == value
+    assert tokenize_value(KEY, BFID, field, value, bfid_version=2) == old
+    # while a version-3 bfid makes (and reads) its own, prefix-cipher tokens: the version says which construction
+    new = tokenize_value(KEY, BFID, field, value, bfid_version=3)
+    assert detokenize_value(KEY, BFID, field, new, bfid_version=3) == value
+
+
+@pytest.mark.parametrize("digits", [3, 4])
+def test_prefix_cipher_tokens_are_a_bijection_of_the_whole_domain(digits):
+    field = gw("card_verification")
+    values = [f"{i:0{digits}d}" for i in range(10**digits)]
+    tokens = [tokenize_value(KEY, BFID, field, v) for v in values]
+    assert sorted(tokens) == values  # every token is a value of the domain, each exactly once
+    assert [detokenize_value(KEY, BFID, field, t) for t in tokens] == values
+    # and another bfid gives another permutation
+    assert [tokenize_value(KEY, OTHER_BFID, field, v) for v in values[:50]] != tokens[:50]
+
+
+@pytest.mark.parametrize(
+    ("size", "version", "construction"),
+    [
+        (100, 3, "prefix-cipher"),
+        (10**3, 3, "prefix-cipher"),
+        (62**2, 3, "prefix-cipher"),
+        (10**4, 3, "prefix-cipher"),
+        (2**15, 3, "prefix-cipher"),
+        (2**15 + 1, 3, "cycle-walk"),
+        (10**5, 3, "cycle-walk"),
+        (62**3, 3, "cycle-walk"),
+        (10**6 - 1, 3, "cycle-walk"),
+        (10**6, 3, "ff1"),
+        (10**3, 2, "cycle-walk"),
+        (10**3, 1, "cycle-walk"),
+        (10**4, 2, "cycle-walk"),
+        (10**6, 2, "ff1"),
+    ],
+)
+def test_construction_per_domain_and_bfid_version(size, version, construction):
+    assert small_domain_construction(size, version) == construction
+
+
+@pytest.mark.parametrize(("name", "value"), [("bank_account_number", "12345"), ("zip", "a1Z"),
+                                             ("card_number", PAN), ("email", "a.b@c.de")])
+def test_larger_domains_are_the_same_under_every_bfid_version(name, value):
+    # Middles above 2**15 values (5 digits, 3 CARD62 characters: cycle walking) and from one million (FF1) are
+    # made as before under version-3 bfids too
+    field = gw(name)
+    token = tokenize_value(KEY, BFID, field, value)
+    assert tokenize_value(KEY, BFID, field, value, bfid_version=2) == token
+    assert detokenize_value(KEY, BFID, field, token, bfid_version=2) == value
 
 
 @settings(max_examples=150, deadline=None)

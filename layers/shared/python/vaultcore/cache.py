@@ -2,7 +2,8 @@
 
 :class:`ContainerCache` is what modules declare at import time: it reads its lifetime from the settings only
 when first used (nothing reads the environment at import, STYLE.md pitfall 4), and every one of them can be
-forgotten at once with :func:`reset_container_caches` (tests; a new environment).
+forgotten at once with :func:`reset_container_caches` (tests; a new environment; before a SnapStart snapshot,
+vaultcore.runtime).
 """
 
 from __future__ import annotations
@@ -104,8 +105,10 @@ class ContainerCache(Generic[V]):
         self._cache().clear()
 
     def reset(self) -> None:
-        """Forget the cache and its lifetime (the next use reads the settings again)."""
+        """Forget the cache, its entries and its lifetime (the next use reads the settings again)."""
         with self._lock:
+            if self._inner is not None:
+                self._inner.clear()  # drop the entries themselves (a SnapStart snapshot holds no unwrapped key)
             self._inner = None
 
 

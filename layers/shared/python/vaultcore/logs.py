@@ -18,7 +18,9 @@ import sys
 import threading
 from typing import Any
 
-__all__ = ["get_logger", "set_request_context", "clear_request_context"]
+from vaultcore.cards.masking import redact_text  # every log line is redacted: imported during init
+
+__all__ = ["get_logger", "set_request_context", "clear_request_context", "current_correlation_id"]
 
 _context = threading.local()
 _configured = False
@@ -28,8 +30,6 @@ _SAFE_EXTRA = ("reason", "code", "status", "partner_id", "route", "duration_ms",
 
 
 def _redact(text: str) -> str:
-    from vaultcore.cards.masking import redact_text
-
     return redact_text(text)
 
 
@@ -40,8 +40,13 @@ class _JsonFormatter(logging.Formatter):
             "logger": record.name,
             "message": _redact(record.getMessage()),
             "request_id": getattr(_context, "request_id", None),
+            # the API Gateway request id or the SQS message id (issue 14): one key to follow a request
+            "correlation_id": getattr(_context, "request_id", None),
             "function": os.environ.get("AWS_LAMBDA_FUNCTION_NAME", getattr(_context, "function", None)),
         }
+        trace = os.environ.get("_X_AMZN_TRACE_ID")  # set by Lambda per invocation with active tracing
+        if trace:
+            entry["xray_trace_id"] = trace.split(";", 1)[0].removeprefix("Root=")
         for key in _SAFE_EXTRA:
             value = record.__dict__.get(key)
             if value is not None:
@@ -82,6 +87,11 @@ def set_request_context(request_id: str | None, function: str | None = None) -> 
     _context.request_id = request_id
     if function:
         _context.function = function
+
+
+def current_correlation_id() -> str | None:
+    """The correlation id of this thread's request (API Gateway request id or SQS message id), if any."""
+    return getattr(_context, "request_id", None)
 
 
 def clear_request_context() -> None:

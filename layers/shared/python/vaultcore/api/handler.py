@@ -3,8 +3,10 @@
 Handlers are ``lambda_handler = api_handler("secure", "vaultcore.devices.parser:decrypt_parser")``; routes are
 plain functions of a Request that return a Response or raise a VaultError. No route needs a try/except.
 
-The route is named as ``"module:function"`` and imported on the first invocation, not when Lambda imports
-``app.py``: the handler module stays small (bench/ measures both figures). A callable is accepted too.
+The route is named as ``"module:function"`` (a callable is accepted too) and imported while Lambda imports
+``app.py``, with the AWS clients the function uses (``aws=``, created by vaultcore.runtime.init): init has a full
+CPU and SnapStart snapshots it, so the first request pays for neither (bench/bench_cold_start.py measures init
+plus the first request).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from vaultcore.api.http import Request, Response, request_from_event
 from vaultcore.api.responses import error_response, internal_error_response
 from vaultcore.errors import AuthenticationFailed, VaultError
 from vaultcore.logs import clear_request_context, get_logger, set_request_context
+from vaultcore.metrics import flush as flush_metrics
 
 __all__ = ["api_handler", "resolve_route", "Route"]
 
@@ -46,17 +49,27 @@ def resolve_route(route: Route | str) -> Route:
     return getattr(importlib.import_module(module_name), attribute)  # type: ignore[no-any-return]
 
 
-def api_handler(family: str, route_ref: Route | str) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    resolved: list[Route] = []
+# Imported lazily on every API request (the request gate's JSON limits): imported during init instead.
+_EVERY_REQUEST = ("vaultcore.net.payloads",)
+
+
+def api_handler(family: str, route_ref: Route | str, *, aws: tuple[str, ...] = (), modules: tuple[str, ...] = ()
+                ) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
+    """The Lambda handler of one route. While ``app.py`` is imported (Lambda init): the route's module, then
+    ``modules`` (what the route imports lazily on its usual path), are imported and the ``aws`` clients created."""
+    from vaultcore.runtime import init
+
+    route = resolve_route(route_ref)
+    init(modules=_EVERY_REQUEST + modules, aws=aws)
 
     def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
-        if not resolved:
-            resolved.append(resolve_route(route_ref))
-        route = resolved[0]
         try:
             request = request_from_event(event)
         except Exception:  # noqa: BLE001 - an event API Gateway would not send (e.g. a body that is not base64)
+            ctx = event.get("requestContext") if isinstance(event, dict) else None  # its correlation id, if any
+            set_request_context(str(ctx.get("requestId") or "") or None if isinstance(ctx, dict) else None)
             _log.warning("unreadable event refused")
+            clear_request_context()
             return error_response(family, InputRejected("The request could not be read.", "text")).to_event()
         request_id = request.request_id or getattr(context, "aws_request_id", "")
         set_request_context(request_id)
@@ -76,6 +89,7 @@ def api_handler(family: str, route_ref: Route | str) -> Callable[[dict[str, Any]
             response = internal_error_response(family)
         _log.info("request done", extra={"status": response.status, "route": request.resource,
                                           "duration_ms": round((time.perf_counter() - started) * 1000, 2)})
+        flush_metrics(context)  # issue 14: this invocation's metrics, one EMF line (vaultcore.metrics)
         clear_request_context()
         return response.to_event()
 

@@ -34,6 +34,7 @@ from vaultcore.auth.hmac_scheme import (
 )
 from vaultcore.errors import AuthenticationFailed, VaultError
 from vaultcore.logs import get_logger
+from vaultcore.metrics import authentication_failed
 from vaultcore.partners.service import Partner, hmac_signing_keys, load_partner, lookup_partner, partner_key_matches
 from vaultcore.store.nonces import claim_nonce, decoy_claim
 
@@ -45,6 +46,16 @@ __all__ = ["AuthenticatedPartner", "authenticate", "authenticate_header", "Partn
 
 class PartnerAuthError(VaultError):
     """Body-credential errors of key-security partners (public facts: 1101-1105)."""
+
+
+def _failed(reason: str) -> AuthenticationFailed:
+    authentication_failed(reason)  # the AuthenticationFailures metric, by cause (vaultcore.metrics)
+    return AuthenticationFailed(reason)
+
+
+def _body_error(message: str, code: int, status: int) -> PartnerAuthError:
+    authentication_failed(code)
+    return PartnerAuthError(message, code=code, status=status)
 
 
 @dataclass(frozen=True)
@@ -82,7 +93,7 @@ class _Attempt:
             lookup_partner(_DECOY_PARTNER_ID, cached=False)
         if not self.claimed:
             decoy_claim(int(clock.now()))
-        return AuthenticationFailed(reason)
+        return _failed(reason)
 
 
 def signature_matches(keys: list[tuple[str, bytes]], paths: set[str], creds: SchemeCredentials,
@@ -165,7 +176,7 @@ def _verify_basic(header: str) -> AuthenticatedPartner:
 def authenticate_header(request: Request) -> AuthenticatedPartner:
     header = request.header("authorization")
     if not header or not header.isascii():
-        raise AuthenticationFailed("missing or non-ASCII authorization header")
+        raise _failed("missing or non-ASCII authorization header")
     scheme = header.strip().split(" ", 1)[0].lower()
     if scheme == "basic":
         return _verify_basic(header)
@@ -180,17 +191,17 @@ def authenticate(request: Request, body: dict[str, Any] | None, *, body_credenti
     partner_id = body.get("partnerId")
     partner_key = body.get("partnerKey")
     if not isinstance(partner_id, str) or not partner_id:
-        raise PartnerAuthError("partnerId is required.", code=1101, status=400)
+        raise _body_error("partnerId is required.", 1101, 400)
     if not isinstance(partner_key, str) or not partner_key:
-        raise PartnerAuthError("partnerKey is required.", code=1102, status=400)
+        raise _body_error("partnerKey is required.", 1102, 400)
     partner = load_partner(partner_id)
     if partner is None:
-        raise PartnerAuthError("Partner not found.", code=1103, status=401)
+        raise _body_error("Partner not found.", 1103, 401)
     if partner.api_security == "hmac":
         # HMAC partners are accepted only with HMAC, and their failures never reveal a cause.
-        raise AuthenticationFailed("partner requires hmac")
+        raise _failed("partner requires hmac")
     if not partner.active:
-        raise PartnerAuthError("Partner is disabled.", code=1104, status=401)
+        raise _body_error("Partner is disabled.", 1104, 401)
     if not partner_key_matches(partner, partner_key):
-        raise PartnerAuthError("Invalid partner key.", code=1105, status=401)
+        raise _body_error("Invalid partner key.", 1105, 401)
     return AuthenticatedPartner(partner, "body")

@@ -11,6 +11,10 @@ from __future__ import annotations
 import json
 import os
 
+# Imported with the module (Lambda init), not on the first unwrap: every KMS-enveloped secret goes through here.
+from cryptography.exceptions import InvalidTag
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+
 __all__ = ["seal", "open_sealed", "aad_for", "EnvelopeError"]
 
 
@@ -23,16 +27,11 @@ def aad_for(context: dict[str, str]) -> bytes:
 
 
 def seal(data_key: bytes, plaintext: bytes, aad: bytes) -> tuple[bytes, bytes]:
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
     nonce = os.urandom(12)
     return nonce, AESGCM(data_key).encrypt(nonce, plaintext, aad)
 
 
 def open_sealed(data_key: bytes, nonce: bytes, ciphertext: bytes, aad: bytes) -> bytes:
-    from cryptography.exceptions import InvalidTag
-    from cryptography.hazmat.primitives.ciphers.aead import AESGCM
-
     try:
         return AESGCM(data_key).decrypt(nonce, ciphertext, aad)
     except InvalidTag as exc:

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from vaultcore import metrics
 from vaultcore.api.http import Request, Response
 from vaultcore.api.secure import json_object_body, reference_of, success
 from vaultcore.auth.authenticator import authenticate
@@ -46,7 +47,7 @@ from vaultcore.crypto import dukpt
 from vaultcore.devices.decryptors import cipher_usable, decryptor_for
 from vaultcore.devices.profiles import DeviceProfile, profile_for
 from vaultcore.devices.registry import Bdk, Device, load_bdk, load_device
-from vaultcore.errors import Conflict, DependencyError, ValidationError
+from vaultcore.errors import Conflict, DependencyError, ValidationError, VaultError
 
 __all__ = ["DecryptedCard", "decrypt_for_partner", "decrypt_device_payload", "read_terminal_plaintext",
            "parser_response", "decrypt_parser"]
@@ -277,6 +278,19 @@ def parser_response(card: DecryptedCard, device_type: str, serial: str) -> dict[
 
 
 def decrypt_parser(request: Request) -> Response:
+    try:
+        response = _decrypt_parser(request)
+    except VaultError as exc:
+        metrics.decrypt_result(exc.code)  # the DecryptResults metric, by public code
+        raise
+    except Exception:
+        metrics.decrypt_result("internal")
+        raise
+    metrics.decrypt_result("success")
+    return response
+
+
+def _decrypt_parser(request: Request) -> Response:
     body = json_object_body(request)
     reference = reference_of(body)
     caller = authenticate(request, body, body_credentials=True)

@@ -1,7 +1,9 @@
 """POST /api/device/validate: is this device registered to this partner, active, on the expected firmware?
 
 Errors (public facts): 1201 serial missing (400); 1202 not found, 1203 not active, 1204 firmware mismatch (409).
-Firmware is compared only when both the registry and the request know it.
+Firmware is compared only when both the registry and the request know it. The device record is the parser's
+per-container cached one (``load_device``): a warm call costs only the HMAC nonce; a device disabled through the
+management API stops validating within RECORD_CACHE_SECONDS, as it stops decrypting.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from vaultcore.api.http import Request, Response
 from vaultcore.api.secure import json_object_body, reference_of, success
 from vaultcore.auth.authenticator import authenticate
-from vaultcore.devices.registry import find_device
+from vaultcore.devices.registry import load_device
 from vaultcore.errors import Conflict, ValidationError
 
 __all__ = ["device_validate"]
@@ -25,7 +27,7 @@ def device_validate(request: Request) -> Response:
     client_id = body.get("clientId")
     if client_id is not None and not isinstance(client_id, str):
         raise ValidationError("clientId must be a string.", code=1201)
-    device = find_device(caller.partner_id, serial.strip(), client_id)
+    device = load_device(caller.partner_id, serial.strip(), client_id)  # cached as the parser's (RECORD_CACHE_SECONDS)
     if device is None:
         raise Conflict("Device not found.", code=1202)
     if device.status != "active":

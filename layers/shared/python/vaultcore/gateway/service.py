@@ -42,8 +42,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from vaultcore import clock
+from vaultcore import clock, metrics
 from vaultcore.api.http import Request, Response, json_response
+from vaultcore.errors import VaultError
 from vaultcore.gateway import accounts, idempotency, postbacks, processor, store
 from vaultcore.gateway.errors import ERROR_MESSAGES, E, GatewayError
 from vaultcore.gateway.validation import (
@@ -106,7 +107,20 @@ def process(content_type: str, body: bytes, header_key: str | None) -> tuple[int
     """One QSAPI request: ``(HTTP status, transaction response, extra headers)``; failures raise GatewayError.
 
     Also the entry point of other front ends that translate onto the gateway (the wallet checkout API).
+    Metrics (issue 14): GatewayApproved / GatewayDeclined for each recorded transaction (not for an idempotent
+    replay), GatewayErrors by error code for each failure (vaultcore.metrics).
     """
+    try:
+        return _process(content_type, body, header_key)
+    except VaultError as exc:
+        metrics.gateway_error(exc.code if isinstance(exc, GatewayError) else E.INTERNAL)
+        raise
+    except Exception:
+        metrics.gateway_error(E.INTERNAL)
+        raise
+
+
+def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[int, dict[str, Any], dict[str, str]]:
     now = clock.now()
     variables = parse_variables(content_type, body)
     account = accounts.authenticate(variables, now=now)
@@ -139,6 +153,8 @@ def process(content_type: str, body: bytes, header_key: str | None) -> tuple[int
         if claim is not None:
             _quietly(idempotency.release, claim)
         raise
+    metrics.gateway_outcome(bool(response.get("transaction_approved")), req.transaction_type,
+                            response.get("error_code"))
     try:
         postbacks.enqueue_postback(account, response, item)
     except Exception:  # noqa: BLE001 - the charge is done and recorded; a lost postback must not hide it

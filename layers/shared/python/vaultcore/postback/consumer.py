@@ -23,6 +23,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
 
+from vaultcore import metrics
 from vaultcore.logs import get_logger, set_request_context
 from vaultcore.postback.sender import Outcome, deliver
 from vaultcore.settings import settings
@@ -81,6 +82,7 @@ def handle_batch(event: dict[str, Any], context: Any, *, max_workers: int | None
     """Deliver every record; ``max_workers=1`` is the sequential path (bench reference)."""
     records = [r for r in (event.get("Records") or []) if isinstance(r, dict)]
     deadline = time.monotonic() + _remaining_seconds(context)
+    set_request_context(getattr(context, "aws_request_id", None))  # batch lines: the invocation's id
     outcomes: dict[int, Outcome] = {}
     if records:
         for service in ("dynamodb", "sqs", "kms"):
@@ -102,10 +104,15 @@ def handle_batch(event: dict[str, Any], context: Any, *, max_workers: int | None
                 else:  # still running: acknowledged if its receiver has it, else it comes back later
                     outcomes[i] = Outcome("delivered" if i in posted else "error")
                     _log.warning("postback record still running at reply time", extra={"event": outcomes[i].result})
-    set_request_context(None)
+    # Lines about the whole batch carry the invocation's id; each record's lines carried its SQS message id.
+    set_request_context(getattr(context, "aws_request_id", None))
     changes = [(records[i]["receiptHandle"], o.delay) for i, o in outcomes.items()
                if not o.acknowledged and o.delay is not None and records[i].get("receiptHandle")]
     if changes:
         _change_visibility(changes)
+    if records:  # issue 14: the batch's postback metrics, one EMF line (vaultcore.metrics)
+        metrics.postback_batch([o.result for o in outcomes.values()], sum(o.dead_letter for o in outcomes.values()))
+        metrics.flush(context)
+    set_request_context(None)
     return {"batchItemFailures": [{"itemIdentifier": records[i]["messageId"]}
                                   for i, o in sorted(outcomes.items()) if not o.acknowledged]}

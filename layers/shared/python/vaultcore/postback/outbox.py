@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vaultcore.logs import get_logger
+from vaultcore.logs import clear_request_context, get_logger, set_request_context
 from vaultcore.postback import deliveries
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
@@ -19,6 +19,14 @@ _log = get_logger("postback.outbox")
 
 
 def sweep(event: dict[str, Any] | None = None, context: Any = None) -> dict[str, int]:
+    set_request_context(getattr(context, "aws_request_id", None))  # the correlation id of its log lines
+    try:
+        return _sweep()
+    finally:
+        clear_request_context()
+
+
+def _sweep() -> dict[str, int]:
     sent = 0
     for item in deliveries.list_unsent():
         client("sqs").send_message(QueueUrl=settings().postback_queue_url, MessageBody=item["message"])

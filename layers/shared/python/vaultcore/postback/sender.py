@@ -75,10 +75,12 @@ class Outcome:
     """``result``: delivered, skipped (acknowledge), failed, deferred (retry later) or error.
 
     ``delay``: the visibility timeout to give the message (seconds), or None to leave it as it is.
+    ``dead_letter``: a failed last attempt: SQS moves the message to the dead-letter queue (metrics).
     """
 
     result: str
     delay: int | None = None
+    dead_letter: bool = False
 
     @property
     def acknowledged(self) -> bool:
@@ -242,4 +244,4 @@ def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callab
     except Exception as exc:  # noqa: BLE001 - the retry must still be scheduled
         _log.error("postback delivery log write failed", extra={**log, "error_type": type(exc).__name__})
     _log.warning("postback attempt failed", extra={**log, "reason": error})
-    return Outcome("failed", 0 if last else retry_delay(attempt, _schedule()))
+    return Outcome("failed", 0 if last else retry_delay(attempt, _schedule()), dead_letter=last)

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 
 from vaultcore.cards.masking import MASK_PATTERNS, REDACTED
 from vaultcore.cards.tracks import TRACK_FORMATS
+from vaultcore.net.safe_regex import probing
 from vaultcore.net.ssrf import EgressDenied, EgressPolicy, ParsedTarget, validate_target_url
 from vaultcore.proxy import errors as E
 from vaultcore.proxy.transform import SOURCES, TYPES, CompiledPath, PathError, compile_path
@@ -458,8 +459,16 @@ def parse_document(doc: Any, *, policy: EgressPolicy | None = None, stored: bool
     """Validate and compile a configuration document; raises :class:`ProxyConfigError` with a precise message.
 
     ``stored`` documents come from the table: secrets are envelopes, and a target the current policy refuses
-    is kept (and refused at call time with 8110) rather than making the configuration unreadable.
+    is kept (and refused at call time with 8110) rather than making the configuration unreadable. Regular
+    expressions are probed on adversarial 1 MiB inputs when a document is saved (8202; all of them within
+    a few seconds together: :func:`vaultcore.net.safe_regex.probing`), not when a stored one is loaded (the
+    per-request budget for pattern work bounds them at run time).
     """
+    with probing(enabled=not stored):
+        return _parse_document(doc, policy=policy, stored=stored)
+
+
+def _parse_document(doc: Any, *, policy: EgressPolicy | None, stored: bool) -> ProxyConfig:
     policy = policy or EgressPolicy.from_env()
     root = _object(doc, "configuration")
     _members(root, "configuration", ("proxy", "actions"), ("responseActions",))

@@ -104,7 +104,10 @@ PROXY_CODES: dict[int, tuple[int, str]] = {
                                     "is missing or not JSON, XML or URL-form."),
     XML_DOCTYPE_REFUSED: (400, "The XML body has a DOCTYPE or entity declaration (XXE, billion laughs): refused "
                                "before parsing."),
-    REGEX_TIMEOUT: (400, "A configured regular expression exceeded its time budget on this body."),
+    REGEX_TIMEOUT: (400, "The configuration's patterns ran out of time on this body: one regex search over its "
+                         "0.5 s limit, or all the pattern work of the request (regex, jsonpath, xpath; substitutions "
+                         "and masks) over 2 s in all. The request was not forwarded (a response action reports it as 8118; a "
+                         "response mask only keeps the response body out of the stored log)."),
     TARGET_REFUSED: (400, "The target is refused by the egress policy (not https, IP literal, internal name, or a "
                           "name resolving to a loopback, private, link-local, metadata or reserved address)."),
     TARGET_UNREACHABLE: (400, "The target could not be resolved or connected to (DNS, TCP or TLS failure)."),
@@ -132,7 +135,8 @@ CONFIG_CODES: dict[int, str] = {
     CONFIG_INVALID: "The configuration document is invalid (missing or unknown member, wrong type or enum value, "
                     "source/type rule, limits); the message names the member.",
     CONFIG_PATH_INVALID: "A jsonpath or xpath does not compile or uses a construct outside the supported subset.",
-    CONFIG_REGEX_UNSAFE: "A regular expression does not compile, is too long, or is too slow on adversarial input.",
+    CONFIG_REGEX_UNSAFE: "A regular expression does not compile, is too long, or is too slow on adversarial input "
+                         "(a search over 1 MiB built from its own characters takes more than 0.5 s).",
     CONFIG_TARGET_REFUSED: "target is refused by the egress policy (https only, no IP literal, no internal name).",
     CONFIG_CREDENTIALS_MISMATCH: "A basic/hmac authorization's username/password/secret is not the partner's own.",
 }

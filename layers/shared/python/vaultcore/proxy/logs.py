@@ -57,6 +57,7 @@ __all__ = [
     "Scrubber",
     "clear_mask",
     "masked_view",
+    "rescrub",
     "new_log_id",
     "record",
     "list_logs",
@@ -177,8 +178,12 @@ def masked_view(message: Message, *, masks: Iterable[MaskSpec], clear_paths: Ite
     """The masked, storable view of a request (``url``/``method``) or a response (``status``).
 
     Mutates ``message`` (callers pass a message they are done with). Never raises: a body that cannot be masked
-    is replaced by a placeholder.
+    is replaced by a placeholder, and the headers and query values the masks address are ``[REDACTED]``
+    (fail closed: the masks after the failing one did not run). When masking ran out of time (a regex over its
+    limit, or the request's budget for pattern work spent: 8109) the view says so in ``maskError``; the caller
+    decides whether the exchange goes on (:mod:`vaultcore.proxy.service`: a request is not forwarded).
     """
+    from vaultcore.proxy import errors as E
     from vaultcore.proxy.transform import mask_message
 
     mask_list = list(masks)
@@ -201,13 +206,20 @@ def masked_view(message: Message, *, masks: Iterable[MaskSpec], clear_paths: Ite
         view["bodyOmitted"] = f"body of {size} bytes is over the {MAX_MASKED_BODY // 1024} KiB logging limit"
     else:
         body_text = None
+    if "bodyOmitted" in view:  # not stored: its masks would be pattern work for nothing
+        plan = [(p, masker) for p, masker in plan if p.source != "body"]
     try:
         mask_message(message, plan)
         if body_text is None and "bodyOmitted" not in view:
             body_text = message.body.to_bytes().decode("utf-8", "replace")
     except Exception as exc:  # noqa: BLE001 - fail closed: whatever went wrong, the body is not stored
-        view["bodyOmitted"] = "the configured masks could not be applied to this body"
+        if isinstance(exc, E.ProxyError) and exc.code == E.REGEX_TIMEOUT:
+            view["bodyOmitted"] = "the configured masks ran out of time on this body (8109): not stored"
+            view["maskError"] = {"code": exc.code, "message": exc.message}
+        else:
+            view["bodyOmitted"] = "the configured masks could not be applied to this body"
         body_text = None
+        _fail_closed(message, plan)
         _log.info("proxy log body omitted", extra={"reason": type(exc).__name__})
     headers: dict[str, str] = {}
     redact = {h.lower() for h in redact_headers} | _AUTH_HEADERS
@@ -233,6 +245,30 @@ def masked_view(message: Message, *, masks: Iterable[MaskSpec], clear_paths: Ite
             view["bodyOmitted"] = "the body could not be masked"
     view["bodyBytes"] = size
     return view
+
+
+def rescrub(view: dict[str, Any], scrub: Scrubber) -> None:
+    """Apply layer 3 again, with clear values learned after ``view`` was built (the request's view is built before
+    forwarding; a response action may handle clear data later)."""
+    for key in ("url", "body"):
+        if isinstance(view.get(key), str):
+            view[key] = scrub(view[key])
+    headers = view.get("headers")
+    if isinstance(headers, dict):
+        for name, value in headers.items():
+            if isinstance(value, str) and value != REDACTED:
+                headers[name] = scrub(value)
+
+
+def _fail_closed(message: Message, plan: list[tuple[CompiledPath, Callable[[str], str]]]) -> None:
+    """After a mask failed part way: every header a mask names and, when a mask addresses the query string
+    (a query key, or body paths on a request without a body), every query value become ``[REDACTED]``."""
+    names = {p.key for p, _masker in plan if p.source == "header" and p.key}
+    for index, (name, _value) in enumerate(message.headers.items()):
+        if name in names:
+            message.headers.set_at(index, REDACTED)
+    if any(p.source == "query" or (p.source == "body" and message.body.kind == "none") for p, _masker in plan):
+        message.query[:] = [(name, REDACTED) for name, _value in message.query]
 
 
 # ---------------------------------------------------------------------------------------------------- storage

@@ -27,7 +27,12 @@ Flow (interface.md "the proxy endpoint"; README "Proxy"):
    with 8117, a failing action with 8118) and return the headers they name and ``vault-var-<name>`` for each
    variable holding a token (exchange variables: set by a parser, read by a later tokenize action);
 7. store the masked exchange in ProxyLogs (:mod:`vaultcore.proxy.logs`), also when the exchange failed after
-   step 2.
+   step 2. The request's view is masked before step 5 (:meth:`_Exchange._request_view`): a request whose log
+   masks run out of time is refused (8109), not forwarded.
+
+All the partner-supplied pattern work of one request (regex, jsonpath, xpath; substitutions and masks) shares one
+budget of ``PATTERN_BUDGET`` (2 s, :mod:`vaultcore.net.deadline`; README "Bounded work per request"): 8109 when it
+runs out, well inside the function's 29 s timeout.
 
 The container log gets one line per exchange with ids, status, code and durations: never a value.
 """
@@ -46,11 +51,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from vaultcore import clock
+from vaultcore import clock, metrics
 from vaultcore.api.http import Request, Response
 from vaultcore.cache import ContainerCache
 from vaultcore.errors import AuthenticationFailed, DependencyError, NotFound, PermissionDenied, VaultError
 from vaultcore.logs import get_logger
+from vaultcore.net import deadline
 from vaultcore.net.ssrf import EgressDenied, EgressPolicy, validate_target_url
 from vaultcore.proxy import errors as E
 from vaultcore.proxy import logs as proxy_logs
@@ -66,6 +72,7 @@ from vaultcore.proxy.config import (
     secret_context,
 )
 from vaultcore.proxy.transform import (
+    PATTERN_BUDGET,
     Body,
     CompiledPath,
     Headers,
@@ -731,6 +738,7 @@ def _same(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode("utf-8", "surrogateescape"), b.encode("utf-8", "surrogateescape"))
 
 
+@deadline.budgeted(PATTERN_BUDGET)  # one budget for all of the request's pattern work (README, 8109)
 def handle_proxy(request: Request) -> Response:
     """The route of ProxyFunction (family ``proxy``)."""
     from vaultcore.auth.authenticator import authenticate_header
@@ -759,6 +767,9 @@ class _Exchange:
         #: The target's answer after the response actions (None without response actions or when they failed).
         self.response_message: Message | None = None
         self.response_failed: int | None = None  # 8117 / 8118 / 8001 in the response phase
+        #: The request as logged (masked), built before forwarding (:meth:`_request_view`).
+        self.request_view: dict[str, Any] | None = None
+        self._view_scrubbed = 0  # how many of runner.sensitive the request view was scrubbed with
 
     def run(self) -> Response:
         try:
@@ -793,6 +804,13 @@ class _Exchange:
             auth_headers, self.redact = _target_auth(config, self.request, message, body)
             headers.extend(auth_headers)
             self.url = _target_url(config, message.query)
+        with self.timer.phase("log"):
+            # The request's log masks run now, on a copy of what is forwarded: their pattern work shares the
+            # request's budget, and a request whose log cannot be masked in time is refused, not forwarded.
+            view = self._request_view(None, body)
+        if "maskError" in view:
+            raise E.ProxyError(f"{view['maskError']['message'].rstrip('.')} (requestMasks). The request was not "
+                               f"forwarded.", code=E.REGEX_TIMEOUT)
         with self.timer.phase("target"):
             self.target_response = target = _send(config, self.url, headers, body)
         if not config.response_actions:
@@ -830,20 +848,8 @@ class _Exchange:
                 entry["error"] = error
             try:
                 scrub = proxy_logs.Scrubber(self.runner.sensitive)
-                clear_paths: list[CompiledPath] = response_actions.message_paths(
-                    a for a in config.actions if a.writes_clear_data or error)
                 if self.message is not None:
-                    headers = Headers(_forward_headers(self.request.headers, self.message))
-                    redact = set(self.redact)
-                    if config.authorization.type == "passthrough":
-                        redact.add((config.authorization.header_name or "authorization").lower())
-                    for name in self.redact:  # show that an authorization was sent, never its value
-                        headers[name] = "[REDACTED]"
-                    request_message = Message(headers=headers, query=self.message.query, body=self.message.body)
-                    entry["request"] = proxy_logs.masked_view(
-                        request_message, masks=config.request_masks, clear_paths=clear_paths, scrub=scrub,
-                        redact_headers=redact, url=config.target,
-                        method=config.method.upper())
+                    entry["request"] = self._request_view(error, None)
                 if self.target_response is not None:
                     entry["response"] = self._response_view(scrub)
             except Exception as exc:  # noqa: BLE001 - fail closed: the entry is stored without the exchange
@@ -853,8 +859,41 @@ class _Exchange:
                 _log.warning("proxy log masking failed", extra={"reason": type(exc).__name__,
                                                                "config_ref": config.reference})
         entry["durationsMs"] = self.timer.summary()
+        metrics.proxy_exchange(entry["durationsMs"], getattr(self.target_response, "status", None))  # issue 14
         proxy_logs.record(entry)
         self._log_line(status, error, entry)
+
+    def _request_view(self, error: dict[str, Any] | None, forwarded: bytes | None) -> dict[str, Any]:
+        """The request as logged, masked: built once, before forwarding (``forwarded``: the body as sent; the
+        masks work on a copy), or at log time when the exchange failed earlier. Clear values the exchange
+        handled after it was built (response actions) are scrubbed from it then."""
+        config, message = self.config, self.message
+        assert message is not None
+        if self.request_view is not None:
+            if len(self.runner.sensitive) > self._view_scrubbed:
+                later = proxy_logs.Scrubber(self.runner.sensitive[self._view_scrubbed:])
+                proxy_logs.rescrub(self.request_view, later)
+                self._view_scrubbed = len(self.runner.sensitive)
+            return self.request_view
+        clear_paths: list[CompiledPath] = response_actions.message_paths(
+            a for a in config.actions if a.writes_clear_data or error)
+        headers = Headers(_forward_headers(self.request.headers, message))
+        redact = set(self.redact)
+        if config.authorization.type == "passthrough":
+            redact.add((config.authorization.header_name or "authorization").lower())
+        for name in self.redact:  # show that an authorization was sent, never its value
+            headers[name] = "[REDACTED]"
+        if forwarded is None:
+            request_message = Message(headers=headers, query=message.query, body=message.body)
+        else:
+            request_message = Message(headers=headers, query=list(message.query), query_form=message.query_form,
+                                      body=Body(forwarded, message.body.kind, max_bytes=message.body.max_bytes))
+        self._view_scrubbed = len(self.runner.sensitive)
+        self.request_view = proxy_logs.masked_view(
+            request_message, masks=config.request_masks, clear_paths=clear_paths,
+            scrub=proxy_logs.Scrubber(self.runner.sensitive), redact_headers=redact, url=config.target,
+            method=config.method.upper())
+        return self.request_view
 
     def _response_view(self, scrub: proxy_logs.Scrubber) -> dict[str, Any]:
         """The logged response: as returned to the partner when response actions ran (tokens in place; clear data
@@ -965,6 +1004,7 @@ def _dry_run_response(config: ProxyConfig, runner: ActionRunner, raw: Any,
     return None
 
 
+@deadline.budgeted(PATTERN_BUDGET)  # the same budget for pattern work as a real request
 def dry_run(partner_id: str, reference: str, sample: dict[str, Any]) -> dict[str, Any]:
     """Run a stored configuration on a sample request without forwarding it (management API)."""
     from vaultcore.partners.service import get_partner
@@ -1011,5 +1051,7 @@ def dry_run(partner_id: str, reference: str, sample: dict[str, Any]) -> dict[str
         Message(headers=log_headers, query=message.query, body=message.body), masks=config.request_masks,
         clear_paths=clear_paths, scrub=scrub, redact_headers=redact, url=config.target,
         method=config.method.upper())
+    if "error" not in result and "maskError" in result["request"]:  # the real request would be refused: 8109
+        result["error"] = result["request"]["maskError"]
     return result
 

@@ -4,16 +4,18 @@ A configured place is a :class:`CompiledPath` (``transformationSource`` + ``tran
 ``transformationPath``), compiled once when the configuration is validated and cached with it:
 
 * ``body`` + ``jsonpath``: a JSON body, or a URL-form body seen as a flat object whose members are the fields
-  (``$.card_number``; a field sent twice is an array). jsonpath-ng, restricted to a subset whose cost is linear
-  in the document: root, child names (dotted or bracketed), indices, slices, wildcards and at most two
-  descendant (``..``) steps. Filters, unions, ``parent``/``this`` and other extensions are refused.
+  (``$.card_number``; a field sent twice is an array). jsonpath-ng's parser, restricted to a subset: root, child
+  names (dotted or bracketed), indices, slices, wildcards and at most two descendant (``..``) steps. Filters,
+  unions, ``parent``/``this`` and other extensions are refused. Evaluated lazily by
+  :func:`vaultcore.proxy.pathwalk.find_json` (jsonpath-ng's matches, under the request's budget).
 * ``body`` + ``xpath``: an XML body. lxml XPath 1.0 restricted to location paths: child and descendant steps,
   name tests, ``*``, ``text()`` and ``@attribute`` (last step), and predicates ``[n]``, ``[last()]``,
   ``[@a='v']``, ``[name='v']`` and ``[local-name()='v']`` (namespaced documents). Anything else (functions,
-  axes, nested predicates) could make one evaluation quadratic or worse and is refused.
+  axes, nested predicates) could make one evaluation quadratic or worse and is refused; a path with two ``//``
+  steps runs in two parts (:class:`vaultcore.proxy.pathwalk.BoundedXPath`), so that it stays linear too.
 * ``body`` + ``regex``: any body, as text. The partner's pattern runs in the bounded engine of
-  :mod:`vaultcore.net.safe_regex` (compiled and probed against catastrophic backtracking when configured, a
-  time budget on every call). The value is the named group ``value`` if the pattern has one, else group 1 if
+  :mod:`vaultcore.net.safe_regex` (compiled and probed on adversarial 1 MiB inputs when configured, a time limit
+  on every call). The value is the named group ``value`` if the pattern has one, else group 1 if
   it has groups, else the whole match. Replacements are escaped for the body's format (JSON string, XML text,
   form encoding) so a substituted value cannot break out of its place.
 * ``header`` / ``query`` + ``key``: a header (case-insensitive) or query parameter name. A header or query key
@@ -29,6 +31,9 @@ A path that matches nothing is *skipped*: substitutions and masks simply do not 
 reports the substitutions that matched nothing and refuses a request whose ``required`` one did). A match
 holding an object or an array is an error for a substitution (8106) and masked whole for a log mask.
 
+All body work (regex searches, jsonpath and xpath evaluation) is charged to the request's budget for pattern work
+(:data:`PATTERN_BUDGET`, :func:`locate`): 8109 when it runs out.
+
 Nothing here logs, and no error message quotes a value (values are card data).
 """
 
@@ -41,9 +46,10 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote_plus, urlencode
 
-from vaultcore.net import payloads
-from vaultcore.net.safe_regex import BoundedPattern, RegexTimeout, UnsafeRegex, compile_bounded
+from vaultcore.net import deadline, payloads
+from vaultcore.net.safe_regex import BoundedPattern, RegexBudgetExhausted, RegexTimeout, UnsafeRegex, compile_bounded
 from vaultcore.proxy import errors as E
+from vaultcore.proxy import pathwalk
 
 __all__ = [
     "SOURCES",
@@ -74,6 +80,11 @@ _MAX_XPATH_STEPS = 16
 MAX_JSON_DEPTH = 32
 MAX_JSON_ARRAY = 10_000
 MAX_FORM_FIELDS = 1000
+
+#: Seconds of partner-supplied pattern work per request: every regex search and jsonpath/xpath evaluation of the
+#: configuration's substitutions and masks (request, response, handled-error) together (README "Proxy error
+#: codes", 8109). :func:`locate` charges it; the proxy starts one per request (:mod:`vaultcore.net.deadline`).
+PATTERN_BUDGET = 2.0
 
 
 _XML_ESCAPES = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&apos;"})
@@ -188,8 +199,11 @@ def _compile_xpath(path: str) -> Any:
             raise PathError("may use text() or @attribute only in its last step")
     from lxml import etree
 
+    # Two '//' steps are evaluated in two parts, the second from each node the first finds (bounded work:
+    # vaultcore.proxy.pathwalk.BoundedXPath).
+    split = [m.start() for m in steps if m.group("sep") == "//"][1:2]
     try:
-        return etree.XPath(text)
+        return pathwalk.BoundedXPath(text, split[0] if split else None)
     except etree.XPathError:
         raise PathError("does not compile as xpath") from None
 
@@ -208,7 +222,8 @@ def compile_path(source: str, type_: str, path: str) -> CompiledPath:
         try:
             pattern = compile_bounded(path)
         except UnsafeRegex as exc:
-            raise PathError(str(exc).rstrip(".").lower(), E.CONFIG_REGEX_UNSAFE) from None
+            message = str(exc).rstrip(".")
+            raise PathError(message[:1].lower() + message[1:], E.CONFIG_REGEX_UNSAFE) from None
         if "value" in pattern.groupindex:
             group: int | str = "value"
         else:
@@ -634,14 +649,9 @@ def _too_many() -> E.ProxyError:
 
 
 def _json_slots(cpath: CompiledPath, body: Body) -> Iterator[Slot]:
-    from jsonpath_ng.jsonpath import Fields, Index
-
-    for datum in cpath.jsonpath.find(body.tree()):
-        p, container = datum.path, datum.context.value if datum.context is not None else None
-        if isinstance(p, Fields) and isinstance(container, dict):
-            yield _JsonSlot(container, p.fields[0], body)
-        elif isinstance(p, Index) and isinstance(container, list):
-            yield _JsonSlot(container, p.indices[0], body)
+    # jsonpath-ng's matches, in its order, walked lazily under the request's budget (vaultcore.proxy.pathwalk).
+    for container, key in pathwalk.find_json(cpath.jsonpath, body.tree()):
+        yield _JsonSlot(container, key, body)
 
 
 def _xml_slots(cpath: CompiledPath, body: Body) -> Iterator[Slot]:
@@ -659,6 +669,11 @@ def _xml_slots(cpath: CompiledPath, body: Body) -> Iterator[Slot]:
             yield _XmlSlot(node.getparent(), "text", None, str(node), body)
 
 
+def _budget_spent() -> E.ProxyError:
+    return E.ProxyError(f"The configuration's patterns (regex, jsonpath, xpath) exceeded the request's time budget "
+                        f"for pattern work ({PATTERN_BUDGET:g} s in all) on this body.", code=E.REGEX_TIMEOUT)
+
+
 def locate(message: Message, cpath: CompiledPath, *, strict: bool = True,
            splicer: Splicer | None = None) -> list[Slot]:
     """Every value at ``cpath`` in ``message`` (empty when the path is absent: the caller skips it).
@@ -667,7 +682,20 @@ def locate(message: Message, cpath: CompiledPath, *, strict: bool = True,
     ``strict=False`` and simply find nothing there. Regex slots of one action share ``splicer``. A repeated
     header or query key gives one slot per occurrence. With an empty body, jsonpath and regex address the query
     string as URL-form data (:meth:`Message.addressed_body`); xpath finds nothing there.
+
+    Body paths are pattern work: charged to the request's budget (:data:`PATTERN_BUDGET`; a budget of their own
+    outside a request), 8109 when it runs out, as when one regex search exceeds its own limit.
     """
+    if not cpath.is_body:
+        return _locate(message, cpath, strict=strict, splicer=splicer)
+    with deadline.ensure(PATTERN_BUDGET) as budget, budget.metered():
+        try:
+            return _locate(message, cpath, strict=strict, splicer=splicer)
+        except deadline.BudgetExhausted:
+            raise _budget_spent() from None
+
+
+def _locate(message: Message, cpath: CompiledPath, *, strict: bool, splicer: Splicer | None) -> list[Slot]:
     slots: list[Slot] = []
     if cpath.source == "header":
         for index in message.headers.indices(cpath.key or ""):
@@ -694,6 +722,8 @@ def locate(message: Message, cpath: CompiledPath, *, strict: bool = True,
                 slots.append(_RegexSlot(splicer, start, end))
                 if len(slots) > MAX_MATCHES:
                     raise _too_many()
+        except RegexBudgetExhausted:
+            raise  # the request's budget, not this search: locate() answers for it
         except RegexTimeout:
             raise E.ProxyError("A configured regular expression took too long on this body.",
                                code=E.REGEX_TIMEOUT) from None

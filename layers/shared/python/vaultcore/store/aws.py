@@ -1,4 +1,13 @@
-"""boto3 clients, created once per container and only when first needed (cold start: boto3 costs ~150 ms).
+"""AWS clients: one botocore session per container, each client created once, during init.
+
+botocore without boto3: boto3 adds nothing to a low-level client but its import (boto3.compat pulls in
+s3transfer, ~180 ms cold on python3.13), and ``boto3.session.Session().client(...)`` builds a new botocore session
+(service and endpoint data loaded again, a second endpoint resolver) for every client. Here all clients share one
+session and its loader's caches.
+
+Functions create their clients while Lambda runs init (:func:`prewarm`, called by ``vaultcore.runtime.init``
+from ``app.py``): init has a full CPU, and with SnapStart it is snapshotted. Creating a client makes no network
+call. :func:`renew_connections` drops pooled connections (after a SnapStart restore).
 
 Endpoints come from the standard ``AWS_ENDPOINT_URL`` variables, which is how the local runner points every
 client at the moto server; nothing here knows about moto.
@@ -9,26 +18,122 @@ the number of round trips a request costs.
 
 from __future__ import annotations
 
+import os
 import threading
-from functools import cache
 from typing import Any
 
-__all__ = ["client", "dynamodb", "ddb_calls", "reset_ddb_calls", "reset_clients"]
+__all__ = ["client", "dynamodb", "prewarm", "PROD_ONLY", "session", "ddb_calls", "reset_ddb_calls", "reset_clients",
+           "renew_connections", "created_clients"]
 
 _counter = threading.local()
+_lock = threading.RLock()  # botocore sessions are not thread-safe while they create clients
+_session: Any = None
+_clients: dict[str, Any] = {}
 
 
-@cache
+def session() -> Any:
+    """The container's botocore session (created on first use)."""
+    global _session
+    if _session is None:
+        with _lock:
+            if _session is None:
+                import botocore.session
+
+                created = botocore.session.get_session()
+                loader = created.get_component("data_loader")
+                loader.list_available_services = _ServiceNames.answering_for(loader)
+                _session = created
+    return _session
+
+
+class _ServiceNames:
+    """What botocore's ``Loader.list_available_services`` answers, without its walk of every service directory.
+
+    botocore asks it only to check that a service exists before loading the service's model (``name in ...``),
+    and the walk stats ~900 paths (~35 ms cold, once per model type). Membership asks about that one service
+    (``list_api_versions``, what the walk checks for each); anything else gets the full, sorted listing.
+    """
+
+    def __init__(self, loader: Any, listing: Any, type_name: str) -> None:
+        self._loader, self._listing, self._type_name = loader, listing, type_name
+
+    @classmethod
+    def answering_for(cls, loader: Any) -> Any:
+        listing = loader.list_available_services  # the bound original
+
+        def list_available_services(type_name: str) -> _ServiceNames:
+            return cls(loader, listing, type_name)
+
+        return list_available_services
+
+    def __contains__(self, service_name: object) -> bool:
+        from botocore.exceptions import DataNotFoundError
+
+        try:
+            return bool(self._loader.list_api_versions(service_name, self._type_name))
+        except DataNotFoundError:
+            return False
+
+    def _all(self) -> list[str]:
+        return list(self._listing(self._type_name))
+
+    def __iter__(self) -> Any:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._all()[index]
+
+
 def client(service: str) -> Any:
-    import boto3
+    found = _clients.get(service)
+    if found is not None:
+        return found
+    with _lock:
+        found = _clients.get(service)
+        if found is None:
+            found = _clients[service] = _create(service)
+    return found
+
+
+def _create(service: str) -> Any:
     from botocore.config import Config
 
     config = Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=3, read_timeout=10,
                     max_pool_connections=50)
-    c = boto3.session.Session().client(service, config=config)
+    created = session().create_client(service, config=config)
     if service == "dynamodb":
-        c.meta.events.register("before-call.dynamodb", _count_call)
-    return c
+        created.meta.events.register("before-call.dynamodb", _count_call)
+    return created
+
+
+PROD_ONLY = "@prod"  # "payment-cryptography-data@prod": created at init in prod only (cert keys are software keys)
+
+
+def prewarm(services: tuple[str, ...] | list[str]) -> None:
+    """Create these clients now (Lambda init). No network call. A name ending in ``@prod`` is created only when
+    ENVIRONMENT is prod (elsewhere on first use). A failure here (no region configured: a test process importing a
+    handler) is left for the first request to raise where its error is handled."""
+    import encodings.idna  # noqa: F401 - the first connection encodes the host name with it
+
+    for service in services:
+        if service.endswith(PROD_ONLY):
+            # The variable itself, not settings(): nothing read at import may be cached (the local runner and
+            # the tests set the functions' environment after importing them).
+            if os.environ.get("ENVIRONMENT", "cert").strip().lower() != "prod":
+                continue
+            service = service[: -len(PROD_ONLY)]
+        try:
+            client(service)
+        except Exception:  # noqa: BLE001 - init must not fail on what the request path reports properly
+            return
+
+
+def created_clients() -> dict[str, Any]:
+    with _lock:
+        return dict(_clients)
 
 
 def _count_call(**_kwargs: Any) -> None:
@@ -48,5 +153,20 @@ def reset_ddb_calls() -> None:
     _counter.calls = 0
 
 
+def renew_connections() -> None:
+    """Close every client's pooled connections; the next call opens new ones (after a SnapStart restore the
+    snapshot's sockets are not this sandbox's)."""
+    for created in created_clients().values():
+        endpoint = getattr(created, "_endpoint", None)
+        http_session = getattr(endpoint, "http_session", None)
+        close = getattr(http_session, "close", None)
+        if callable(close):
+            close()
+
+
 def reset_clients() -> None:
-    client.cache_clear()
+    """Forget every client and the session (tests: a new moto, a new environment)."""
+    global _session
+    with _lock:
+        _clients.clear()
+        _session = None

@@ -1,8 +1,9 @@
 """bfid: the opaque, integrity-protected identifier of one tokenization.
 
-Binary layout, then URL-safe base64 without padding (RFC 4648 section 5). Version 2 (every bfid issued now)::
+Binary layout, then URL-safe base64 without padding (RFC 4648 section 5). Versions 2 and 3 (version 3: every bfid
+issued now)::
 
-    "v2"              2 bytes  format version (a new layout gets a new version)
+    "v3" or "v2"      2 bytes  format version (a new layout, or a new way to make tokens, gets a new version)
     key_version       2 bytes  unsigned big-endian, 1..65535: which partner tokenization key (rotation)
     issued_at         5 bytes  unsigned big-endian unix seconds (start of the active windows and read window)
     nonce            16 bytes  random (128 bits): makes every bfid unique and unguessable
@@ -23,7 +24,7 @@ Token tags (detokenization integrity)
     token)``, first 4 bytes (32 bits). ``tag_key`` is derived from the partner's tokenization key
     (:func:`derive_tag_key`), so nobody without the key can make a tag; the scope binds the tag to the bfid's
     other contents (key version, issue time, nonce, partner, template version). A token is detokenized under a
-    version-2 bfid only when the bfid holds a tag for its field that matches (:func:`token_issued`): a wrong,
+    version-2 or -3 bfid only when the bfid holds a tag for its field that matches (:func:`token_issued`): a wrong,
     mistyped or another bfid's token, or a token of a field never tokenized under the bfid, is refused before FF1
     is inverted, so it never turns into a wrong clear value. A wrong token passes with probability 2**-32 per tag
     the bfid holds for that field (one, except when a proxy request tokenizes several values of one field). The
@@ -35,6 +36,15 @@ Token tags (detokenization integrity)
     (at most 40 characters), so gateway auto-tokenization (card number and expiry, or bank account and routing
     number) always fits. A bfid of a tokenization of more fields may be longer than 150 characters (at most
     :data:`BFID_TEXT_MAX_LENGTH`, 1,024, the original's limit) and then cannot be sent to the gateway.
+
+Version 3 has the layout of version 2; the version says how its tokens were made. The token engine enciphers a
+field part of fewer than one million possible values (a CVV, an expiry date) with the prefix cipher
+(:mod:`vaultcore.crypto.prefix_cipher`, constant cost) under a version-3 bfid, and by cycle walking FF1 on a
+one-million domain (up to a thousand FF1 calls for 3 digits) under a version-1 or version-2 bfid, as when those were
+issued (:data:`PREFIX_CIPHER_VERSION`, :func:`vaultcore.tokens.engine.tokenize_value`). The version is part of
+the MAC'd core, hence of the scope: nobody can move a token from one construction to the other. Tokenizing more
+values under a version-2 bfid keeps it version 2 (and its tokens cycle-walked), so that one bfid never mixes the
+two constructions.
 
 Version 1 (issued before token tags existed) has the same layout without token tags, and its scope is the bfid
 text itself (its tokens were made with tweaks over the whole bfid). It still verifies, and its tokens still
@@ -69,6 +79,8 @@ __all__ = [
     "BFID_MAX_LENGTH",
     "BFID_TEXT_MAX_LENGTH",
     "BFID_VERSION",
+    "TAGGED_VERSION",
+    "PREFIX_CIPHER_VERSION",
     "TOKEN_TAG_BYTES",
     "new_bfid",
     "draft_bfid",
@@ -85,11 +97,18 @@ __all__ = [
 BFID_MIN_LENGTH = 30
 #: A bfid without token tags (and every version-1 bfid) fits this many characters; the gateway's bfid limit.
 BFID_MAX_LENGTH = 150
-#: The longest bfid text accepted: a version-2 bfid grows by 5 bytes per token tag (the original's limit).
+#: The longest bfid text accepted: a bfid with tags grows by 5 bytes per token tag (the original's limit).
 BFID_TEXT_MAX_LENGTH = 1024
-BFID_VERSION = 2
+#: The version of every bfid issued now.
+BFID_VERSION = 3
+#: bfids from this version on carry token tags (detokenization integrity).
+TAGGED_VERSION = 2
+#: bfids from this version on have their small-domain tokens made by the prefix cipher (module docstring).
+PREFIX_CIPHER_VERSION = 3
 TOKEN_TAG_BYTES = 4
-_V1, _V2 = b"v1", b"v2"
+_V1, _V2, _V3 = b"v1", b"v2", b"v3"
+_MARKERS = {1: _V1, 2: _V2, 3: _V3}
+_VERSIONS = {marker: version for version, marker in _MARKERS.items()}
 _NONCE = 16
 _TAG = 16
 _ENTRY = 1 + TOKEN_TAG_BYTES
@@ -110,8 +129,8 @@ class BfidError(ValueError):
 
 @dataclass(frozen=True)
 class BfidInfo:
-    """The fields of a bfid. ``tags``: (field index, 4-byte token tag) pairs of a version-2 bfid; ``scope``: the
-    identity FF1 tweaks, token tags and the Tokens item are bound to (module docstring)."""
+    """The fields of a bfid. ``tags``: (field index, 4-byte token tag) pairs of a version-2 or -3 bfid; ``scope``:
+    the identity FF1 tweaks, token tags and the Tokens item are bound to (module docstring)."""
 
     partner_id: str
     key_version: int
@@ -149,7 +168,7 @@ def derive_subkeys(master: bytes) -> tuple[bytes, bytes]:
 
 
 def derive_tag_key(master: bytes) -> bytes:
-    """The token tag HMAC-SHA256 key (version-2 bfids) from one partner tokenization key of 32 bytes or more."""
+    """The token tag HMAC-SHA256 key (version-2 and -3 bfids) from one partner tokenization key of 32 bytes or more."""
     return hkdf_sha256(_master(master), _INFO_TAG)
 
 
@@ -188,12 +207,16 @@ def draft_bfid(
     *,
     issued_at: int | None = None,
     nonce: bytes | None = None,
+    version: int = BFID_VERSION,
 ) -> BfidInfo:
-    """A new version-2 bfid before it is sealed: its fields and :attr:`~BfidInfo.scope`, no token tags yet.
+    """A new bfid (version 3; 2 for tests of former bfids) before it is sealed: its fields and
+    :attr:`~BfidInfo.scope`, no token tags yet.
 
-    Tokenize under ``scope``, compute the tags (:func:`token_tag`), then :func:`seal_bfid` gives the text.
-    ``issued_at`` defaults to now; ``nonce`` to 16 random bytes (both exist as parameters for tests).
+    Tokenize under ``scope`` (and ``version``), compute the tags (:func:`token_tag`), then :func:`seal_bfid` gives
+    the text. ``issued_at`` defaults to now; ``nonce`` to 16 random bytes (both exist as parameters for tests).
     """
+    if version not in (TAGGED_VERSION, BFID_VERSION):
+        raise BfidError("a bfid with token tags is version 2 or 3")
     if not isinstance(key_version, int) or isinstance(key_version, bool) or not 1 <= key_version <= 0xFFFF:
         raise BfidError("key version must be an integer from 1 to 65535")
     ts = int(time.time()) if issued_at is None else issued_at
@@ -208,8 +231,8 @@ def draft_bfid(
             f"partner id and template reference take {len(partner) + len(template)} bytes together; "
             f"at most {_MAX_IDS} fit in a bfid of {BFID_MAX_LENGTH} characters"
         )
-    info = BfidInfo(partner_id, key_version, template_ref, nonce, ts)
-    return replace(info, scope=_b64(_core(_V2, info)))
+    info = BfidInfo(partner_id, key_version, template_ref, nonce, ts, version)
+    return replace(info, scope=_b64(_core(_MARKERS[version], info)))
 
 
 def _entries(tags: Iterable[tuple[int, bytes]]) -> tuple[tuple[int, bytes], ...]:
@@ -224,17 +247,17 @@ def _entries(tags: Iterable[tuple[int, bytes]]) -> tuple[tuple[int, bytes], ...]
 
 
 def seal_bfid(mac_key: bytes, info: BfidInfo, tags: Iterable[tuple[int, bytes]] = ()) -> str:
-    """The text of version-2 ``info`` carrying its own tags and ``tags`` (merged, sorted, without duplicates).
+    """The text of version-2 or -3 ``info`` carrying its own tags and ``tags`` (merged, sorted, no duplicates).
 
     Sealing a parsed bfid with tags it already holds gives the same text again; with new ones, an extended bfid
     (same scope: the same tokens and Tokens item) that also vouches for the new tokens. :class:`BfidError` when
     the text would exceed :data:`BFID_TEXT_MAX_LENGTH` characters (about 130 distinct tokens).
     """
     _check_mac_key(mac_key)
-    if info.version != BFID_VERSION:
-        raise BfidError("only a version-2 bfid can carry token tags")
+    if info.version not in (TAGGED_VERSION, BFID_VERSION):
+        raise BfidError("only a version-2 or version-3 bfid can carry token tags")
     entries = _entries((*info.tags, *tags))
-    payload = _core(_V2, info) + b"".join(bytes((i,)) + t for i, t in entries)
+    payload = _core(_MARKERS[info.version], info) + b"".join(bytes((i,)) + t for i, t in entries)
     if len(payload) + _TAG > _MAX_RAW:
         raise BfidError(f"too many token tags for one bfid of at most {BFID_TEXT_MAX_LENGTH} characters")
     text = _b64(payload + _tag(mac_key, payload))
@@ -253,13 +276,14 @@ def new_bfid(
     version: int = BFID_VERSION,
 ) -> str:
     """A new bfid without token tags (module docstring layout). ``issued_at`` defaults to now; ``nonce`` to 16
-    random bytes. ``version=1`` writes the former layout: only tests of old bfids use it."""
+    random bytes. ``version=1`` or ``2`` writes a former version: only tests of old bfids use them."""
     _check_mac_key(mac_key)
-    info = draft_bfid(key_version, template_ref, partner_id, issued_at=issued_at, nonce=nonce)
-    if version == BFID_VERSION:
-        return seal_bfid(mac_key, info)
+    if version not in _MARKERS:
+        raise BfidError("bfid version must be 1, 2 or 3")
     if version != 1:
-        raise BfidError("bfid version must be 1 or 2")
+        return seal_bfid(mac_key, draft_bfid(key_version, template_ref, partner_id, issued_at=issued_at, nonce=nonce,
+                                             version=version))
+    info = draft_bfid(key_version, template_ref, partner_id, issued_at=issued_at, nonce=nonce)
     payload = _core(_V1, info)
     text = _b64(payload + _tag(mac_key, payload))
     assert BFID_MIN_LENGTH <= len(text) <= BFID_MAX_LENGTH  # guaranteed by the size checks of draft_bfid
@@ -276,10 +300,10 @@ def token_tag(tag_key: bytes, scope: str, field_name: str, token: str) -> bytes:
 def token_issued(tag_key: bytes, info: BfidInfo, field_index: int, field_name: str, token: str) -> bool:
     """Whether the verified bfid ``info`` vouches for ``token`` in the field at ``field_index`` / ``field_name``.
 
-    Version 1 (no tags): always True (old bfids keep working without the check). Version 2: True only when one of
-    the bfid's tags for that field index equals the token's tag; a field without a tag is never issued.
+    Version 1 (no tags): always True (old bfids keep working without the check). Versions 2 and 3: True only when
+    one of the bfid's tags for that field index equals the token's tag; a field without a tag is never issued.
     """
-    if info.version < BFID_VERSION:
+    if info.version < TAGGED_VERSION:
         return True
     expected = token_tag(tag_key, info.scope, field_name, token)
     found = False
@@ -306,13 +330,13 @@ def _decode(bfid: object) -> bytes:
     if base64.urlsafe_b64encode(raw).rstrip(b"=") != raw_text:
         raise BfidError("bfid is not canonical URL-safe base64 text")
     version = raw[: len(_V1)]
-    if len(raw) < _FIXED + 2 or version not in (_V1, _V2) or (version == _V1 and len(bfid) > BFID_MAX_LENGTH):
+    if len(raw) < _FIXED + 2 or version not in _VERSIONS or (version == _V1 and len(bfid) > BFID_MAX_LENGTH):
         raise BfidError("bfid has an unknown format")
     return raw
 
 
 def _fields(payload: bytes) -> BfidInfo:
-    version = 1 if payload[: len(_V1)] == _V1 else 2
+    version = _VERSIONS[payload[: len(_V1)]]
     pos = len(_V1)
     key_version = int.from_bytes(payload[pos : pos + 2], "big")
     issued_at = int.from_bytes(payload[pos + 2 : pos + 7], "big")

@@ -12,14 +12,16 @@ the caller's (else 3010 at once), the key version it names must be current or ac
 under that version's key (:func:`vaultcore.tokens.bfid.parse_bfid`); only then are the Tokens table, the template
 or the token engine touched. All of these failures are the same 3010 error.
 
-Detokenization integrity: a bfid (version 2) carries a 32-bit keyed tag per token it was issued with
+Detokenization integrity: a bfid (version 2 or 3) carries a 32-bit keyed tag per token it was issued with
 (:mod:`vaultcore.tokens.bfid`). Tokenization draws the bfid's core, tokenizes under its scope, then seals the
 bfid with the tags of every token of the call. Detokenization refuses a token without a matching tag for its
 field (3015: a wrong, mistyped or another bfid's token, or a field not tokenized under the bfid) before FF1 is
 inverted, so it never yields a wrong clear value; the read step returns only the stored tokens the bfid vouches
 for. Version-1 bfids (no tags) keep detokenizing without the check. Tokenizing more values under a given
-version-2 bfid returns an extended bfid (same scope, same Tokens item) that vouches for the old and the new
-tokens; the given one keeps vouching for its own.
+version-2 or -3 bfid returns an extended bfid (same scope, same Tokens item) that vouches for the old and the new
+tokens; the given one keeps vouching for its own. The engine makes and reads every token with the construction of
+its bfid's version (:func:`vaultcore.tokens.engine.tokenize_value`): new bfids are version 3 (short values by the
+prefix cipher), and values added under a given version-1 or -2 bfid are cycle-walked like its first tokens.
 
 Errors are :class:`~vaultcore.tokens.errors.TokenServiceError` (a ValidationError, HTTP 400) with the codes of
 :mod:`vaultcore.tokens.errors`; messages never contain a value, a token or a bfid.
@@ -32,13 +34,13 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from vaultcore import clock
+from vaultcore import clock, metrics
 from vaultcore.logs import get_logger
 from vaultcore.store import tokens as token_store
 from vaultcore.tokens import keys as token_keys
 from vaultcore.tokens import template_store
 from vaultcore.tokens.bfid import (
-    BFID_VERSION,
+    TAGGED_VERSION,
     BfidError,
     BfidInfo,
     draft_bfid,
@@ -247,10 +249,10 @@ def tokenize_values(partner_id: str, template_ref: str, values: list[tuple[str, 
     tokens: dict[str, str] = {}
     for f, value in fields:
         try:
-            tokens[f.name] = tokenize_value(keys.ff1_key, info.scope, f, value)
+            tokens[f.name] = tokenize_value(keys.ff1_key, info.scope, f, value, bfid_version=info.version)
         except TokenError as exc:
             raise _engine_error(exc) from None
-    if info.version >= BFID_VERSION:
+    if info.version >= TAGGED_VERSION:
         tags = [(_field_index(stored.template, name), token_tag(keys.tag_key, info.scope, name, token))
                 for name, token in tokens.items()]
         try:
@@ -265,6 +267,7 @@ def tokenize_values(partner_id: str, template_ref: str, values: list[tuple[str, 
         token_store.put_tokens(info.scope, partner_id, stored.template_ref, stored.version, keys.version, tokens, now,
                                expires_at)
     _log.info("values tokenized", extra={"partner_id": partner_id, "count": len(tokens), "event": "tokenize"})
+    metrics.values_tokenized(len(tokens))
     return TokenizeResult(bfid, tokens, stored.template_ref, stored.version, keys.version)
 
 
@@ -272,7 +275,7 @@ def detokenize_values(partner_id: str, bfid: str, tokens: dict[str, str]) -> dic
     """Clear values of ``tokens`` (field name → token) made under ``bfid``, per the bfid's template version.
 
     The bfid is verified first (3010). Then, per field: not in the template 3002, irreversible 3012, outside
-    its active window 3013, malformed token 3003/3004, and (version-2 bfids) a token the bfid holds no matching
+    its active window 3013, malformed token 3003/3004, and (version-2 and -3 bfids) a token the bfid holds no matching
     tag for 3015, checked before FF1 is inverted. An empty ``tokens`` returns ``{}`` (after verifying).
     """
     info, keys, stored = _verify(partner_id, bfid)
@@ -295,10 +298,12 @@ def detokenize_values(partner_id: str, bfid: str, tokens: dict[str, str]) -> dic
     out: dict[str, str] = {}
     for f, token in checked:
         try:
-            out[f.name] = detokenize_value(keys.ff1_key, info.scope, f, token, issued_at=info.issued_at, now=now)
+            out[f.name] = detokenize_value(keys.ff1_key, info.scope, f, token, issued_at=info.issued_at, now=now,
+                                           bfid_version=info.version)
         except TokenError as exc:
             raise _engine_error(exc) from None
     _log.info("tokens detokenized", extra={"partner_id": partner_id, "count": len(out), "event": "detokenize"})
+    metrics.values_detokenized(len(out))
     return out
 
 

@@ -20,9 +20,10 @@ separators of :data:`SEPARATORS` (a letter in a ``CARD10`` card number is an err
 
 Domain rule checked on creation: at the field's minimum length the format must leave at least
 :data:`MIN_TOKEN_DOMAIN` possible values to encrypt (two ``CARD10`` digits or two ``CARD62`` characters). Values
-whose encrypted part has fewer than FF1's one million values (NIST SP 800-38G Rev. 1 section 5.2) are still
-enciphered by FF1 on a domain of exactly one million, restricted by cycle walking (see :mod:`vaultcore.tokens.engine`),
-so tokens keep the value's length and FF1 never runs below its minimum domain.
+whose encrypted part has fewer than FF1's one million values (NIST SP 800-38G Rev. 1 section 5.2) are enciphered by
+the prefix cipher (a keyed permutation of exactly that domain) or by FF1 on a domain of exactly one million
+restricted by cycle walking (see :mod:`vaultcore.tokens.engine`), so tokens keep the value's length and FF1 never
+runs below its minimum domain.
 
 The built-in template :data:`GATEWAY_TEMPLATE` (``templateRef`` ``GATEWAY``) carries the gateway's token fields with
 the lengths of the token parameter table of ``spec/interface.md``; it is what auto-tokenization uses.
@@ -138,7 +139,7 @@ SEPARATORS: dict[FieldType, frozenset[str]] = {
 }
 
 #: Fewest possible values the encrypted part of a value may have (radix ** characters to encrypt). Below FF1's
-#: one million the engine cycle-walks FF1 on a one-million domain, whose cost grows as 1e6 / domain FF1 calls.
+#: one million the engine uses the prefix cipher (cost linear in the domain) or cycle-walks FF1 (1e6 / domain calls).
 MIN_TOKEN_DOMAIN = 100
 MAX_FIELD_LENGTH = 256
 MAX_FIELDS = 64
@@ -490,7 +491,8 @@ GATEWAY_TEMPLATE_REF = "GATEWAY"
 #: Choices: the card number keeps its BIN and last four (FIRST_SIX_LAST_FOUR, the PCI DSS display maximum), so
 #: receipts and routing work on tokens; every other field encrypts all its alphabet characters. All are reversible
 #: because the gateway detokenizes every vault_token_* parameter it accepts (token payment rule 1). Fields shorter
-#: than FF1's minimum domain (expiration, CVV, short names, zip) are cycle-walked: tokens keep the value's length.
+#: than FF1's minimum domain (expiration, CVV, short names, zip) use the engine's small-domain constructions: tokens
+#: keep the value's length.
 GATEWAY_TEMPLATE = Template(
     template_ref=GATEWAY_TEMPLATE_REF,
     name="Gateway auto-tokenization",

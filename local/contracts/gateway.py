@@ -1,0 +1,425 @@
+"""The gateway API (GatewayApi): QSAPI 3.8, the reporting interface (RSAPI), the wallet session, the other wallet
+request format (``/paymentMethods``, ``/payments``) and the domain association file.
+
+The QSAPI variables are the validator's own tables (:mod:`vaultcore.gateway.validation`): every variable the
+gateway knows needs a description here, or the build stops (a new variable must be documented).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from local.contracts import errors
+from local.contracts.common import (
+    body,
+    codes,
+    document,
+    header,
+    nullable,
+    obj,
+    parameter,
+    ref,
+    response,
+    text,
+)
+from vaultcore.cards.brand import BRANDS
+from vaultcore.gateway import validation as v
+from vaultcore.gateway.reporting import _DATE, _INCLUDABLE, MAX_RANGE_SECONDS
+from vaultcore.gateway.reporting import _KNOWN as RSAPI_KNOWN
+from vaultcore.gateway.service import RESPONSE_FIELDS
+from vaultcore.wallet.checkout_api import _COUNTRY, _REFERENCE, CARD_BRANDS, WALLET_TYPE
+from vaultcore.wallet.gateway_hooks import FRAUD_FIELDS
+from vaultcore.wallet.settings import _FILE_NAME
+
+#: QSAPI variable -> description (rules beyond the pattern, the error code, the spec's Required column).
+QSAPI_DESCRIPTIONS: dict[str, str] = {
+    "account_id": "Merchant account: 12 digits (101). Required (200).",
+    "api_accesskey": "Access key, 1-128 printable ASCII characters; compared with the stored hash in constant time. "
+                     "Any authentication failure: 102. Required (200).",
+    "hash": "Optional hash authentication: lowercase hex SHA-256 of `account_id,api_accesskey,timestamp[,value of "
+            "each variable named in hash_key]` (102 on mismatch).",
+    "timestamp": "With `hash`: unix seconds, within 15 minutes of server time (102).",
+    "hash_key": "With `hash`: comma-separated names (at most 20) of variables whose values are appended to the "
+                "hashed text (102).",
+    "response_format": "`JSON` (the default; anything else: 104).",
+    "transaction_type": "`SALE`, `AUTHORIZATION` or `CAPTURE` (case-insensitive; 105). Required (200).",
+    "tender_type": "`CARD`, `ACH` or `APay` (case-insensitive; 106). Required for SALE and AUTHORIZATION, except "
+                   "that it may be omitted when bank fields or bank tokens are present (ACH is implied). CARD with "
+                   "bank fields, or ACH with card fields or an etoken: 106.",
+    "payment_type": "`ECOMMERCE`, `MOTO`, `RECURRING` or `RETAIL` (case-insensitive; 220). Required with etoken.",
+    "transaction_amount": "Amount above 0 with at most 2 decimals (whole for zero-decimal currencies such as JPY), "
+                          "at most 99,999,999.99 (206). CAPTURE: at most the authorized amount (403). Required.",
+    "currency": "ISO 4217 alphabetic code, case-insensitive, default USD (207). Required with etoken; a wallet "
+                "payment's must be the token's (711); a capture's the authorization's (406).",
+    "include_fields": "A reporting-interface parameter: ignored by QSAPI.",
+    "card_number": "13-19 digits (201) passing the Luhn check (202). Card data case: required with "
+                   "card_expiration.",
+    "card_expiration": "MMYY, month 01-12 (203), valid through its month (204), at most 20 years ahead (203).",
+    "card_verification": "3 digits, 4 for American Express (205). Never stored or tokenized.",
+    "bank_account_number": "ACH: 4-17 digits (209). ACH is SALE only (222).",
+    "bank_routing_number": "ACH: 9 digits with a Federal Reserve prefix and the ABA checksum (210).",
+    "bank_account_type": "ACH: `CHECKING` or `SAVINGS`, case-insensitive (222).",
+    "zip": "3-10 letters, digits, spaces or hyphens, starting and ending with a letter or digit (208).",
+    "first_name": "2-50 printable characters (219).",
+    "last_name": "2-50 printable characters (219).",
+    "email": "5-100 characters, `local@domain.tld` (219).",
+    "phone": "2-20 digits, spaces and `+()-.` (219).",
+    "street_address1": "2-100 printable characters (219); with zip it decides the AVS response.",
+    "device_trans_id": "Fraud-scoring device transaction id from the collector script: 1-64 letters, digits, "
+                       "hyphens or underscores (215).",
+    "custom_id": "Iframe output: the merchant's reference of the iframe session, 1-50 of `A-Za-z0-9._-` (216); "
+                 "sent with etoken, currency and payment_type.",
+    "etoken": "Iframe output: the bfid of card data tokenized for the account's partner and stored for the read "
+              "step (216; unknown, another partner's or older than one hour: 306).",
+    "token_id": "CAPTURE: the 12-digit `transaction_id` of the authorization (218; not found 401, already "
+                "captured 402, expired 404, not an approved authorization 405).",
+    "reissue": "`1` marks a reissue of a token payment, `0` none (213: another value, or a reissue without "
+               "tokens).",
+    "apay_payload": "Wallet payment (`tender_type=APay`): the wallet payment token as JSON text or base64 of it "
+                    "(the whole token or its paymentData), at most 16,384 characters (702/703).",
+    "idempotency_key": "Idempotency key, 1-255 printable ASCII characters (221); the `Idempotency-Key` header "
+                       "wins and both must agree.",
+    "bfid": "Token payments (required with any vault_token_*: 305): the token identifier, 30-150 of "
+            "`A-Za-z0-9_-+/=` (214). Alone: read-and-detokenize within one hour (303). Spec Required: ALL; "
+            "stored for RSAPI.",
+    "vault_token_card_number": "Token of card_number: 14-19 digits (214). Required with card tokens (CHD); with "
+                               "vault_token_card_expiration. Stored for RSAPI.",
+    "vault_token_card_expiration": "Token of card_expiration: 4 digits (214). Required with card tokens (CHD). "
+                                   "Stored for RSAPI.",
+    "vault_token_card_verification": "Token of card_verification: 3-4 digits (214). Optional.",
+    "vault_token_bank_account_number": "Token of bank_account_number: 4-17 digits (214). Required with bank "
+                                       "tokens (ACH). Stored for RSAPI.",
+    "vault_token_bank_routing_number": "Token of bank_routing_number: 9 digits (214). Required with bank tokens "
+                                       "(ACH). Stored for RSAPI.",
+    "vault_token_email": "Token of email: 5-100 characters (214). Optional.",
+    "vault_token_first_name": "Token of first_name: 2-50 characters (214). Optional.",
+    "vault_token_last_name": "Token of last_name: 2-50 characters (214). Optional.",
+    "vault_token_phone": "Token of phone: 2-20 characters (214). Optional.",
+    "vault_token_street_address1": "Token of street_address1: 2-100 characters (214). Optional.",
+    "vault_token_zip": "Token of zip: 3-10 characters (214); wins over `zip`. Optional.",
+    "level2_merchant_reference": "Level 2: merchant reference, 1-17 letters or digits (211). SALE or "
+                                 "AUTHORIZATION card payments only (211 with ACH or CAPTURE).",
+    "level2_order_id": "Level 2: order id, 1-17 letters or digits (211).",
+    "level2_tax": "Level 2: a non-negative amount with at most 2 decimals, at most the transaction amount (211); "
+                  "Visa cards need more than 0.00, MasterCard and other brands accept 0.00 (212).",
+    "level2_zip": "Level 2: 1-10 letters, digits or hyphens (211); not validated like `zip`.",
+}
+
+_CANONICAL = {"APAY": "APay"}
+_AMOUNT = re.compile(r"[0-9]{1,10}(\.[0-9]{1,2})?")
+
+
+def _variable(name: str) -> dict[str, Any]:
+    try:
+        description = QSAPI_DESCRIPTIONS[name]
+    except KeyError:
+        raise SystemExit(f"QSAPI variable {name!r} has no description in local/contracts/gateway.py") from None
+    if name in v._CHOICES:
+        choices, _code = v._CHOICES[name]
+        return {"type": "string", "enum": [_CANONICAL.get(c, c) for c in choices], "description": description}
+    if name in v.TOKEN_PARAMETERS:
+        return text(v.TOKEN_PARAMETERS[name], description)
+    if name in v.LEVEL2_FIELDS:
+        return text(v.LEVEL2_FIELDS[name], description)
+    if name in v._VARIABLES:
+        return text(v._VARIABLES[name][0], description)
+    if name == "transaction_amount":
+        return text(_AMOUNT, description, examples=["19.99"])
+    if name == "currency":
+        return text("[A-Za-z]{3}", description, default="USD")
+    return text(description=description)
+
+
+def _qsapi_request() -> dict[str, Any]:
+    names = sorted(v._KNOWN, key=lambda n: (not n.startswith(("account", "api", "transaction", "tender")), n))
+    return obj({name: _variable(name) for name in names},
+               ("account_id", "api_accesskey", "transaction_type", "transaction_amount"), closed=False,
+               description="The QSAPI variables, form-urlencoded or one JSON object of scalars (numbers and "
+                           "booleans are read as their text; `true`/`false` as `1`/`0`). Empty values count as "
+                           "absent; a variable sent twice is 107; unknown variables are ignored; at most 200 "
+                           "variables (100). Which variables each case requires: README \"Payment gateway\".")
+
+
+def _transaction_properties() -> dict[str, Any]:
+    s = {"type": "string"}
+    props: dict[str, Any] = {
+        "transaction_id": text("[1-9][0-9]{11}", "12 digits, unique per account."),
+        "tender_type": nullable({"type": "string", "enum": ["CARD", "ACH", "APay"]}),
+        "transaction_timestamp": text(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}",
+                                      "`YYYY-MM-DD HH:MM:SS`, UTC."),
+        "card_brand": nullable({"type": "string", "enum": list(BRANDS), "description": "Null for ACH."}),
+        "transaction_type": {"type": "string", "enum": ["SALE", "AUTHORIZATION", "CAPTURE"]},
+        "last4": nullable(text("[0-9]{4}", "Last four digits of the card (device account number for wallets) or "
+                                           "bank account.")),
+        "card_expiration": nullable(text("(0[1-9]|1[0-2])[0-9]{2}", "MMYY; null for ACH.")),
+        "authorization_code": nullable(text("[A-Z0-9]{6}", "Null on declines and errors.")),
+        "authorization_message": {"type": "string", "enum": ["APPROVED", "DECLINED", "ERROR", "CAPTURED"]},
+        "request_amount": {"type": "number"},
+        "transaction_amount": {"type": "number", "description": "The amount approved (0 on a decline)."},
+        "first_name": s, "last_name": s,
+        "keyed": nullable({"type": "boolean"}), "swiped": nullable({"type": "boolean"}),
+        "entry_mode": nullable({"type": "string", "enum": ["keyed", "wallet"]}),
+        "transaction_approved": {"type": "boolean"},
+        "avs_response": {"type": "string", "enum": ["Y", "Z", "A", "N"],
+                         "description": "`Y` street and zip, `Z` zip only, `A` street only, `N` no match; absent "
+                                        "when neither was sent."},
+        "cvv2_response": {"type": "string", "enum": ["M", "N", "P"],
+                          "description": "`M` match, `N` no match, `P` not processed (no CVV)."},
+        "currency": nullable(text("[A-Z]{3}")),
+        "custom_id": text(v._VARIABLES["custom_id"][0]),
+        "token_id": text("[1-9][0-9]{11}", "CAPTURE: the authorization's transaction_id."),
+        "error": {"type": "boolean"},
+        "error_code": ref("GatewayErrorCode"),
+        "error_message": nullable(s), "error_msg": nullable(s),
+    }
+    missing = [n for n, _ in RESPONSE_FIELDS if n not in props]
+    if missing:
+        raise SystemExit(f"gateway response fields without a schema in local/contracts/gateway.py: {missing}")
+    return props
+
+
+def _schemas() -> dict[str, Any]:
+    table = errors.gateway_table()
+    session_codes = {c: table[c] for c in (1, 100, 101, 102, 200, 701, 716, 717, 718, 719)}
+    session_codes.update(errors.SESSION_EXTRA)
+    tx = _transaction_properties()
+    always = [n for n, a in RESPONSE_FIELDS if a]
+    s, i = {"type": "string"}, {"type": "integer"}
+    record_extra = {
+        "account_id": text("[0-9]{12}"), "payment_type": s, "device_trans_id": s,
+        "reissue": {"const": "1"}, **{n: text(p) for n, p in v.LEVEL2_FIELDS.items()},
+        "auth_status": {"type": "string", "enum": ["authorized", "captured", "declined"]},
+        "auth_expires_at": text(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}"),
+        "captured_by": text("[1-9][0-9]{11}"),
+        "bfid": s, **{n: s for n in v.RSAPI_TOKEN_FIELDS},
+        "fraud_score": {"type": "integer", "minimum": 0, "maximum": 100},
+        "fraud_recommendation": {"type": "string", "enum": ["accept", "review", "reject", "unscored"]},
+        "fraud_reasons": {"type": "array", "items": s},
+    }
+    assert set(FRAUD_FIELDS) <= set(record_extra)
+    ok = {"error": {"const": False}, "error_code": {"const": 0}, "error_message": {"type": "null"},
+          "error_msg": {"type": "null"}}
+    amount = obj({"currency": text("[A-Z]{3}", "ISO 4217 code."),
+                  "value": {"type": "integer", "minimum": 1, "maximum": 10**11 - 1,
+                            "description": "Minor units (1000 = 10.00 USD)."}}, ("currency", "value"))
+    credentials = {"account_id": text(v._VARIABLES["account_id"][0], "Or the `X-Account-Id` header."),
+                   "api_accesskey": text(v._VARIABLES["api_accesskey"][0], "Or the `X-Api-Accesskey` header.")}
+    return {
+        "GatewayErrorCode": codes(table, "`error_code` of gateway (QSAPI, RSAPI) responses; 0 when no error. "
+                                         "Failures answer HTTP 200 except 1 (500), 601 (409) and input-gate "
+                                         "refusals (100, 400)."),
+        "QsapiRequest": _qsapi_request(),
+        "TransactionResponse": obj(tx, always, description="The gateway transaction response (README \"Payment "
+                                                           "gateway\"). Declines are transactions too: "
+                                                           "`transaction_approved` false, `error` true, a 5xx or 720 "
+                                                           "`error_code`."),
+        "GatewayError": obj({"error": {"const": True}, "error_code": ref("GatewayErrorCode"),
+                             "error_message": s, "error_msg": s, "transaction_approved": {"const": False}},
+                            ("error", "error_code", "error_message", "error_msg", "transaction_approved"),
+                            description="A refusal before any transaction was made (no transaction_id); "
+                                        "`error_message` = `error_msg`."),
+        "QsapiResponse": {"anyOf": [ref("TransactionResponse"), ref("GatewayError")]},
+        "RsapiRequest": obj({
+            "account_id": _variable("account_id"), "api_accesskey": _variable("api_accesskey"),
+            "hash": _variable("hash"), "timestamp": _variable("timestamp"), "hash_key": _variable("hash_key"),
+            "response_format": text(description="Accepted and ignored (the answer is JSON)."),
+            "transaction_id": text("[0-9]{12}", "One transaction (801 when it is not this account's)."),
+            "start_date": text(_DATE, "UTC `YYYY-MM-DD` or `YYYY-MM-DD HH:MM:SS` (802); default 24 hours before "
+                                      "end_date."),
+            "end_date": text(_DATE, f"UTC; a bare date is the end of that day; default now; at most "
+                                    f"{MAX_RANGE_SECONDS // 86400} days after start_date (802)."),
+            "limit": text("[0-9]{1,3}", "1-100, default 25 (805)."),
+            "next_token": text(description="The previous page's `next_token` (803)."),
+            "include_fields": text(description="Comma-separated names (at most 50) to add (804 for an unknown "
+                                               "one): " + ", ".join(sorted(_INCLUDABLE)) + "."),
+        }, ("account_id", "api_accesskey"), closed=False,
+            description=f"Form-urlencoded or JSON. Other variables are ignored: {', '.join(sorted(RSAPI_KNOWN))} "
+                        "are read."),
+        "TransactionRecord": obj({**tx, **record_extra}, always,
+                                 description="The transaction response plus the stored extras; token fields "
+                                             "(empty strings when absent) with TOKEN DATA IN RSAPI or when named in "
+                                             "include_fields; fraud fields with `fraud_in_rsapi` or when named."),
+        "RsapiTransaction": obj({**ok, "transaction": ref("TransactionRecord")},
+                                ("error", "error_code", "error_message", "error_msg", "transaction")),
+        "RsapiPage": obj({**ok, "transactions": {"type": "array", "items": ref("TransactionRecord"),
+                                                 "description": "Newest first."},
+                          "count": i, "next_token": nullable(s)},
+                         ("error", "error_code", "error_message", "error_msg", "transactions", "count",
+                          "next_token")),
+        "RsapiResponse": {"anyOf": [ref("RsapiTransaction"), ref("RsapiPage"), ref("GatewayError")]},
+        "WalletSessionRequest": obj({
+            **credentials,
+            "display_name": text(description="Shown in the payment sheet: 1-64 printable characters (400).",
+                                 minLength=1, maxLength=64),
+            "referrer": text(description="The shop domain or a URL on it: one of the account's wallet `domains` "
+                                         "(716); 1-2048 printable characters (400).", minLength=1, maxLength=2048),
+            "merchant_id": text(description="The account's `merchant_identifier` (718); 1-255 printable "
+                                            "characters (400).", minLength=1, maxLength=255),
+        }, ("account_id", "api_accesskey", "display_name", "referrer", "merchant_id"), closed=False),
+        "WalletSessionErrorCode": codes(session_codes, "`error_code` of the wallet session endpoint."),
+        "WalletSessionError": obj({"error": {"const": True}, "error_code": ref("WalletSessionErrorCode"),
+                                   "error_message": s, "error_msg": s, "transaction_approved": {"const": False}},
+                                  ("error", "error_code", "error_message", "error_msg", "transaction_approved")),
+        "WalletSession": {"type": "object", "description": "The wallet vendor's merchant session object, unchanged: "
+                                                           "pass it to `completeMerchantValidation`."},
+        "Amount": amount,
+        "PaymentMethodsRequest": obj({
+            **credentials,
+            "countryCode": text(_COUNTRY, "ISO 3166-1 alpha-2."),
+            "amount": ref("Amount"),
+            "channel": {"type": "string", "enum": ["Web", "iOS"], "default": "Web"},
+        }, closed=False),
+        "PaymentMethod": obj({"name": s, "type": {"type": "string", "enum": ["scheme", WALLET_TYPE]},
+                              "brands": {"type": "array", "items": {"type": "string", "enum": list(CARD_BRANDS)}},
+                              "configuration": obj({"merchantId": s, "merchantName": s}, ("merchantId",))},
+                             ("name", "type")),
+        "PaymentMethodsResponse": obj({"paymentMethods": {"type": "array", "items": ref("PaymentMethod")}},
+                                      ("paymentMethods",)),
+        "PaymentsRequest": obj({
+            **credentials,
+            "reference": text(_REFERENCE, "The merchant's reference: 1-80 printable ASCII characters."),
+            "amount": ref("Amount"),
+            "paymentMethod": obj({"type": {"const": WALLET_TYPE},
+                                  "applePayToken": {"type": ["string", "object"],
+                                                    "description": "The wallet token: JSON text, base64 of it, or "
+                                                                   "the object."}},
+                                 ("type", "applePayToken"), closed=False),
+            "deviceTransId": text(v._VARIABLES["device_trans_id"][0], "Fraud scoring: the device transaction id."),
+        }, ("reference", "amount", "paymentMethod"), closed=False),
+        "PaymentsResponse": obj({
+            "merchantReference": s, "amount": ref("Amount"),
+            "pspReference": text("[1-9][0-9]{11}", "The gateway transaction_id."),
+            "resultCode": {"type": "string", "enum": ["Authorized", "Refused"],
+                           "description": "`Authorized`: inform the shopper; `Refused`: ask for another payment "
+                                          "method."},
+            "additionalData": obj({"authCode": s, "cardBrand": s, "cardSummary": s, "expiryDate": s}),
+            "refusalReason": s,
+            "refusalReasonCode": text("[0-9]*", "The gateway `error_code` as text (e.g. 710)."),
+        }, ("merchantReference", "amount", "resultCode")),
+        "CheckoutError": obj({"status": {"type": "integer", "enum": [401, 422]},
+                              "errorCode": text(description="`102` (authentication), `702` (body or token), or the "
+                                                            "member at fault (`amount`, `reference`, ...)."),
+                              "message": s, "errorType": {"type": "string", "enum": ["validation", "security"]}},
+                             ("status", "errorCode", "message", "errorType")),
+    }
+
+
+def _gate_and_internal(schema: str = "GatewayError") -> dict[str, Any]:
+    return {"400": response("Refused by the input gate (error_code 100).", ref(schema)),
+            "500": response("Internal error (error_code 1): the outcome is unknown; retry with the same "
+                            "Idempotency-Key.", ref(schema))}
+
+
+def build() -> dict[str, Any]:
+    schemas = _schemas()
+    idempotency = parameter("Idempotency-Key", "header", "1-255 printable ASCII characters, per account, kept 24 "
+                                                         "hours: the same key and variables replay the first "
+                                                         "response (600: other variables; 601: still running).",
+                            text("[\\x20-\\x7e]{1,255}"))
+    replayed = {"Idempotent-Replayed": header("`true` when this is the stored response of an earlier request.")}
+    qsapi = {
+        "operationId": "qsapi", "tags": ["qsapi"], "summary": "SALE, AUTHORIZATION or CAPTURE",
+        "description": "Card, ACH, token, iframe (etoken) and wallet payments, captures. Authentication: "
+                       "`account_id` + `api_accesskey` (and optional hash). Every answer is a transaction response "
+                       "with HTTP 200, failures too (`error` true, a non-zero `error_code`), except error 1 (500), "
+                       "601 (409) and input-gate refusals (100, 400). Also served with a trailing slash "
+                       "(`/api/qsapi/3.8/`).",
+        "security": [{}], "x-body-credentials": ["account_id", "api_accesskey"],
+        "parameters": [idempotency],
+        "requestBody": body(ref("QsapiRequest"), form=True, example={
+            "account_id": "123456789012", "api_accesskey": "<api_accesskey>", "response_format": "JSON",
+            "transaction_type": "SALE", "tender_type": "CARD", "card_number": "4242424242424242",
+            "card_expiration": "1230", "card_verification": "123", "transaction_amount": "19.99",
+            "currency": "USD"}),
+        "responses": {
+            "200": response("A transaction response (approved or declined) or a refusal.", ref("QsapiResponse"),
+                            headers=replayed),
+            "409": response("601: a request with this idempotency key is still running.", ref("GatewayError")),
+            **_gate_and_internal(),
+        },
+    }
+    credentials = [{"accountId": [], "apiAccesskey": []}, {}]
+    paths: dict[str, Any] = {
+        "/api/qsapi/3.8": {"post": qsapi},
+        "/api/rsapi/v1/transactions": {"post": {
+            "operationId": "rsapiTransactions", "tags": ["rsapi"], "summary": "Reporting interface: one "
+                                                                               "transaction or a page",
+            "description": "`transaction_id` gives one record; otherwise a UTC date range (default the last 24 "
+                           "hours, at most 31 days), newest first, `limit` per page, `next_token` for the next.",
+            "security": [{}], "x-body-credentials": ["account_id", "api_accesskey"],
+            "requestBody": body(ref("RsapiRequest"), form=True),
+            "responses": {"200": response("The record(s), or a refusal (`error` true).", ref("RsapiResponse")),
+                          **_gate_and_internal()},
+        }},
+        "/api/v1/wallet_pay/get_wallet_pay_session": {"post": {
+            "operationId": "getWalletPaySession", "tags": ["wallet"], "summary": "Wallet merchant session",
+            "description": "Called by the merchant's server: the platform calls the wallet vendor's merchant "
+                           "validation over mutual TLS with the account's merchant identity certificate and returns "
+                           "the vendor's session object unchanged.",
+            "security": [{}], "x-body-credentials": ["account_id", "api_accesskey"],
+            "requestBody": body(ref("WalletSessionRequest")),
+            "responses": {
+                "200": response("The vendor's session object.", ref("WalletSession")),
+                "400": response("Invalid request (400), wallet not configured (701), referrer (716), no merchant "
+                                "identity (717), merchant_id (718), input gate (100).", ref("WalletSessionError")),
+                "401": response("Authentication failed (101, 102, 200).", ref("WalletSessionError")),
+                "500": response("Internal error (1).", ref("WalletSessionError")),
+                "502": response("The vendor's merchant validation failed (719).", ref("WalletSessionError")),
+            },
+        }},
+        "/paymentMethods": {"post": {
+            "operationId": "paymentMethods", "tags": ["checkout"], "summary": "Payment methods for a checkout",
+            "description": "Cards always; the wallet (`applepay`) when the account's wallet is configured (for "
+                           "`Web`: with at least one domain).",
+            "security": credentials, "x-body-credentials": ["account_id", "api_accesskey"],
+            "requestBody": body(ref("PaymentMethodsRequest"), example={
+                "account_id": "123456789012", "api_accesskey": "...", "countryCode": "US",
+                "amount": {"currency": "USD", "value": 1000}, "channel": "Web"}),
+            "responses": {"200": response("The methods.", ref("PaymentMethodsResponse")),
+                          "401": response("Authentication failed (`errorType` security).", ref("CheckoutError")),
+                          "422": response("Malformed request (`errorType` validation).", ref("CheckoutError")),
+                          **_gate_and_internal()},
+        }},
+        "/payments": {"post": {
+            "operationId": "payments", "tags": ["checkout"], "summary": "A wallet payment (a gateway SALE)",
+            "description": "A SALE through the gateway with tender_type APay: stored, reported, posted back and "
+                           "scored like any transaction. Every gateway refusal is `resultCode` `Refused` with the "
+                           "gateway code in `refusalReasonCode`.",
+            "security": credentials, "x-body-credentials": ["account_id", "api_accesskey"],
+            "parameters": [idempotency],
+            "requestBody": body(ref("PaymentsRequest")),
+            "responses": {"200": response("Authorized or Refused.", ref("PaymentsResponse")),
+                          "401": response("Authentication failed (`errorType` security).", ref("CheckoutError")),
+                          "422": response("Malformed request (`errorType` validation).", ref("CheckoutError")),
+                          **_gate_and_internal()},
+        }},
+        "/.well-known/{file}": {"get": {
+            "operationId": "domainAssociationFile", "tags": ["wallet"], "summary": "The domain association file",
+            "description": "Served as `text/plain` for requests whose `Host` is one of an account's wallet domains "
+                           "(`PUT /admin/v1/accounts/{id}/wallet/domain-association`); anything else is a plain "
+                           "404.",
+            "security": [{}],
+            "parameters": [parameter("file", "path", "The file name.", text(_FILE_NAME)),
+                           parameter("Host", "header", "A wallet domain of an account.", required=True)],
+            "responses": {
+                "200": response("The file.", content={"text/plain": {"schema": {"type": "string"}}}),
+                "404": response("No such file for this host.", content={"text/plain": {"schema": {"type": "string"}}}),
+                **_gate_and_internal(),
+            },
+        }},
+    }
+    return document(
+        api="gateway", title="Vault payment gateway API (QSAPI 3.8)",
+        description="QSAPI 3.8 payments, the reporting interface (RSAPI), wallet sessions and payments, the "
+                    "wallet domain association file. Gateway failures are transaction responses with `error` "
+                    "true and an `error_code` (README \"Gateway error codes\", \"Wallet and fraud error codes\").",
+        paths=paths, schemas=schemas,
+        security_schemes={
+            "accountId": {"type": "apiKey", "in": "header", "name": "X-Account-Id",
+                          "description": "`/paymentMethods` and `/payments` only: the account id, instead of the "
+                                         "body's `account_id`. Elsewhere the credentials are body variables."},
+            "apiAccesskey": {"type": "apiKey", "in": "header", "name": "X-Api-Accesskey",
+                             "description": "`/paymentMethods` and `/payments` only: the access key."},
+        },
+        tags=[{"name": n} for n in ("qsapi", "rsapi", "wallet", "checkout")])

@@ -1,0 +1,83 @@
+"""The parser API (ParserApi): device payload decryption."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from local.contracts import errors
+from local.contracts.common import basic_scheme, body, document, hmac_scheme, nullable, obj, ref, response, text
+from local.contracts.secure import (
+    CLIENT_ID,
+    MESSAGE_ID,
+    PARTNER_ID,
+    PARTNER_KEY,
+    REFERENCE,
+    error_responses,
+    secure_schemas,
+)
+from vaultcore.devices.parser import MAX_PAYLOAD_HEX
+from vaultcore.devices.profiles import PROFILES, profile_names
+
+
+def build() -> dict[str, Any]:
+    schemas = secure_schemas(errors.PARSER_CODES)
+    types = "; ".join(f"`{p.name}`: {p.description}" for p in PROFILES.values())
+    schemas["ParserRequest"] = obj({
+        "partnerId": PARTNER_ID, "partnerKey": PARTNER_KEY, "reference": REFERENCE,
+        "deviceType": {"type": "string", "enum": profile_names(),
+                       "description": f"The device-type profile ({types}). Missing: 2000; unknown or not the "
+                                      "registered device's type: 2001."},
+        "deviceSerial": text(description="The device serial (surrounding spaces ignored). Missing: 1201.",
+                             minLength=1),
+        "devicePayload": text(f"[0-9A-Fa-f\\s]{{1,{MAX_PAYLOAD_HEX}}}",
+                              f"The encrypted payload as hexadecimal text (whitespace ignored), at most "
+                              f"{MAX_PAYLOAD_HEX} hex characters: the encrypted field of a terminal (keyed entry "
+                              "`PAN[=YYMM[=CVV]]`, track 1, track 2, EMV tag 57/5A) or an audio reader's whole "
+                              "message (original or enhanced format, bare or framed). Missing or not hex: 2100."),
+        "ksn": text("[0-9A-Fa-f\\s]+", "The DUKPT key sequence number (hex): 10 bytes for TDES, 12 for AES. Required "
+                                      "for terminal types; absent for `audio-reader` (inside the payload). 2400."),
+        "clientId": nullable(CLIENT_ID),
+    }, ("deviceType", "deviceSerial", "devicePayload"), closed=False, description="Unknown members are ignored.")
+    section = obj({
+        "decrypted": text("[0-9A-F]*", "The meaningful decrypted bytes, upper-case hex (track LRC and padding "
+                                       "stripped)."),
+        "encoding": {"type": "string", "enum": ["ascii", "hex"], "description": "`hex` for EMV data."},
+        "length": {"type": "integer", "minimum": 0, "description": "Length of the meaningful data in bytes."},
+        "ascii": {"type": "string", "description": "The data as text."},
+        "masked": {"type": "string", "description": "The text with the PAN's middle, the expiry, the discretionary "
+                                                    "data and the middle of each name starred."},
+    }, ("decrypted", "encoding", "length", "ascii", "masked"))
+    schemas["DecryptedSection"] = section
+    s = {"type": "string"}
+    schemas["ParserResponse"] = obj({
+        "success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
+        "meta": obj({"device": s, "serial": s, "mode": {"type": "string", "enum": ["keyed", "swiped"],
+                                                        "description": "EMV payloads answer `swiped`."}},
+                    ("device", "serial", "mode")),
+        "keyed": ref("DecryptedSection"), "track1": ref("DecryptedSection"), "track2": ref("DecryptedSection"),
+        "extracted": obj({"PAN": text("[0-9]{12,19}"), "EXPY": text("[0-9]{4}", "Expiry, MMYY."),
+                          "Surname": s, "FirstName": s, "ServiceCode": text("[0-9]{3}"), "Discretionary": s},
+                         ("PAN",), description="Keyed: PAN and EXPY (when keyed with it); swiped: PAN, EXPY, names, "
+                                               "service code and discretionary data when the track has them."),
+    }, ("success", "messageId", "meta", "extracted"),
+        description="`keyed` in keyed mode; `track1` and/or `track2` in swiped mode (EMV: `track2`).")
+    paths = {"/api/decrypt/parser": {"post": {
+        "operationId": "decryptParser", "tags": ["parser"], "summary": "Decrypt a device payload",
+        "description": "Body credentials (`partnerId`/`partnerKey`, key-security partners) or an `Authorization` "
+                       "header (HMAC partners must use HMAC). The device must be registered to the partner and "
+                       "active; its BDK decrypts (software DUKPT or the HSM).",
+        "security": [{"hmac": []}, {"basic": []}, {}], "x-body-credentials": ["partnerId", "partnerKey"],
+        "requestBody": body(ref("ParserRequest"), example={
+            "partnerId": "demokey", "partnerKey": "...", "reference": "swipe-1", "deviceType": "terminal",
+            "deviceSerial": "DEMO-TERM-0001", "ksn": "FFFF9876543210E00001",
+            "devicePayload": "36227AC1E5487CEFC304F28B5678A371DA3FE838287759D7C62ADCC341AEB406E351597CA82F793A"}),
+        "responses": {"200": response("The decrypted, masked and extracted card data.", ref("ParserResponse")),
+                      **error_responses(400, 401, 409, 500, body_credentials=True)},
+    }}}
+    return document(
+        api="parser", title="Vault parser API",
+        description="DUKPT decryption of reader payloads (`POST /api/decrypt/parser`). Errors: `{success: false, "
+                    "errCode, errMessage, reference?, messageId?}` (schema `SecureError`); README \"Decryption "
+                    "errors\" and \"Secure API and parser errors\".",
+        paths=paths, schemas=schemas, security_schemes={"hmac": hmac_scheme(), "basic": basic_scheme()},
+        tags=[{"name": "parser"}])

@@ -1,0 +1,244 @@
+"""The secure API (SecureApi): partner and device validation, authdebug, tokenization."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from local.contracts import errors
+from local.contracts.common import (
+    basic_scheme,
+    body,
+    codes,
+    document,
+    hmac_scheme,
+    nullable,
+    obj,
+    parameter,
+    ref,
+    response,
+    text,
+)
+from vaultcore.api.secure import MAX_REFERENCE_LENGTH
+from vaultcore.tokens.api import MAX_VALUES
+from vaultcore.tokens.bfid import BFID_MIN_LENGTH, BFID_TEXT_MAX_LENGTH
+from vaultcore.tokens.templates import _TEMPLATE_REF
+
+MESSAGE_ID = text("^[0-9]{25}$", "Unique identifier of the response: 25 digits.")
+REFERENCE = text(description=f"The caller's reference: at most {MAX_REFERENCE_LENGTH} characters; echoed in the "
+                             "response whether the call succeeds or not (errCode 1002 otherwise).",
+                 maxLength=MAX_REFERENCE_LENGTH)
+PARTNER_ID = text(description="Body credentials (key-security partners): the partner id. Ignored when an "
+                              "`Authorization` header is sent. Missing: 1101.")
+PARTNER_KEY = text(description="Body credentials: the partner key. Missing: 1102; wrong: 1105.")
+CLIENT_ID = text(description="The partner's client the device belongs to, as registered (serial + clientId is "
+                             "unique per partner). Not a string: 1201.")
+
+
+def secure_schemas(table: dict[int, str]) -> dict[str, Any]:
+    """The secure API's shared response schemas (also used by the parser document)."""
+    return {
+        "ErrorCode": codes(table, "`errCode` of the secure API and parser error body."),
+        "SecureError": obj({
+            "success": {"const": False},
+            "errCode": ref("ErrorCode"),
+            "errMessage": text(description="Human-readable; never holds a value, a key or card data."),
+            "reference": text(description="The request's `reference`, echoed when it was sent.",
+                              maxLength=MAX_REFERENCE_LENGTH),
+            "messageId": MESSAGE_ID,
+        }, ("success", "errCode", "errMessage"),
+            description="Every error of the secure API and parser. Request-validation errors (400 before the "
+                        "request ran) carry no `messageId`."),
+        "AuthenticationRequired": obj({
+            "success": {"const": False},
+            "errMessage": {"const": "Authentication required."},
+            "errCode": {"const": 1003},
+        }, ("success", "errMessage", "errCode"),
+            description="Exactly `{\"success\": false, \"errMessage\": \"Authentication required.\", "
+                        "\"errCode\": 1003}` for every authentication failure, whatever the cause."),
+        "Success": obj({"success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID},
+                       ("success", "messageId")),
+    }
+
+
+def error_responses(*statuses: int, body_credentials: bool = False) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for status in statuses:
+        if status == 401:
+            schema = ({"anyOf": [ref("AuthenticationRequired"), ref("SecureError")]} if body_credentials
+                      else ref("AuthenticationRequired"))
+            out["401"] = response("Authentication failed: the uniform 1003 body" + (
+                "; with body credentials of a key-security partner 1103/1104/1105." if body_credentials else "."),
+                schema)
+        else:
+            out[str(status)] = response({
+                400: "Invalid request (1001, 1002, 1006, and the operation's own codes).",
+                409: "The device is not registered (1202), not active (1203) or runs another firmware (1204).",
+                500: "Internal error (errCode 1): a dependency is unavailable.",
+            }[status], ref("SecureError"))
+    return out
+
+
+def _tokenize_schemas() -> dict[str, Any]:
+    value = obj({
+        "name": text(description="The template field's system name (e.g. `vault_token_card_number`). Not in the "
+                                 "template: 3002; twice: 3005."),
+        "value": text(description="The clear value, validated per field type before anything is encrypted: card "
+                                  "numbers 12-19 digits and Luhn-valid, dates MMYY/MMYYYY/YYYYMMDD (month 01-12), "
+                                  "routing numbers 9 digits with the ABA checksum, tax ids 9 digits, bank accounts "
+                                  "digits, e-mail `local@dotted.domain` (3003); lengths from the template (3004)."),
+    }, ("name", "value"))
+    return {
+        "TokenValue": value,
+        "TokenizeRequest": obj({
+            "reference": REFERENCE,
+            "templateRef": text(_TEMPLATE_REF, "Template reference (`DEMO`, `GATEWAY`, or one created with "
+                                                     "the management API). Missing: 3000; unknown: 3001."),
+            "values": {"type": "array", "items": ref("TokenValue"), "minItems": 1, "maxItems": MAX_VALUES,
+                       "description": f"1 to {MAX_VALUES} values (3020; an entry not `{{name, value}}` of strings: "
+                                      "3021). May be omitted when the device headers fill the card fields."},
+            "omit": {"type": "boolean", "default": False,
+                     "description": "`true` leaves the tokens out of the response: only the gateway's read step "
+                                    "(one hour) can use them, under the bfid. Not a boolean: 3022."},
+        }, ("templateRef",), closed=False,
+            description="Unknown members are ignored."),
+        "TokenizeResponse": obj({
+            "success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
+            "bfid": text(f"[A-Za-z0-9_-]{{{BFID_MIN_LENGTH},{BFID_TEXT_MAX_LENGTH}}}",
+                         "The token identifier (URL-safe base64): detokenization needs it, with the tokens "
+                         "(proxy `vault-id` header, gateway `bfid`)."),
+            "values": {"type": "array", "items": value,
+                       "description": "The tokens, matched by `name` (order not guaranteed); absent with `omit`."},
+        }, ("success", "messageId", "bfid")),
+    }
+
+
+def _authdebug_schema() -> dict[str, Any]:
+    s, i, b = {"type": "string"}, {"type": "integer"}, {"type": "boolean"}
+    return obj({
+        "partnerId": nullable(s),
+        "key": text(description="The key used: `secret` (default), the `key` header, or for RSA `default RSA key "
+                                "pair`/`override`."),
+        "authorizationHeader": obj({"raw": s, "method": nullable({"type": "string", "enum": ["HMAC", "Digest", "RSA"]}),
+                                    "username": nullable(s), "nonce": nullable(s), "timestamp": nullable(i),
+                                    "response": nullable(s)},
+                                   ("raw", "method", "username", "nonce", "timestamp", "response")),
+        "signatureSteps": obj({"httpVerb": {"const": "POST"}, "canonicalizedResource": s, "nonce": s,
+                               "timestamp": i, "content": s, "contentHash": text("[0-9a-f]{64}"),
+                               "stringToSign": s, "response": s, "authHeader": s},
+                              ("httpVerb", "canonicalizedResource", "nonce", "timestamp", "content", "contentHash",
+                               "stringToSign", "response", "authHeader")),
+        "result": obj({
+            "response": obj({"isValid": b, "incoming": nullable(s), "ours": s}, ("isValid", "incoming", "ours")),
+            "timestamp": obj({"isValid": b, "incoming": nullable(i), "ours": i, "offset": nullable(i)},
+                             ("isValid", "incoming", "ours", "offset"),
+                             description="`offset` = server time minus the header's timestamp, in seconds."),
+            "nonce": obj({"isValid": b, "seen": b}, ("isValid", "seen")),
+            "keyForm": nullable({"type": "string", "enum": ["issued", "decoded"]}),
+            "isValid": b,
+            "failedStep": nullable({"type": "string", "enum": ["header", "scheme", "response", "timestamp",
+                                                              "nonce"]}),
+        }, ("response", "timestamp", "nonce", "keyForm", "isValid", "failedStep")),
+        "explanation": {"type": "array", "items": s},
+        "warnings": {"type": "array", "items": s},
+    }, ("partnerId", "key", "authorizationHeader", "signatureSteps", "result", "explanation", "warnings"))
+
+
+DEVICE_HEADERS = [
+    parameter("dev-device-serial", "header", "Device payload (optional): the device serial."),
+    parameter("dev-device-type", "header", "Device payload: the device type (`GET /admin/v1/device-types`)."),
+    parameter("dev-payload", "header", "Device payload: the encrypted payload, hex, as `devicePayload` of the parser."),
+    parameter("dev-ksn", "header", "Device payload: the DUKPT KSN (hex); required for `terminal` types, absent for "
+                                   "`audio-reader` (inside the payload)."),
+    parameter("dev-client-id", "header", "Device payload: the device's clientId (optional)."),
+]
+
+
+def build() -> dict[str, Any]:
+    schemas = secure_schemas(errors.secure_table())
+    schemas.update(_tokenize_schemas())
+    schemas["PartnerValidateRequest"] = obj({"reference": REFERENCE}, closed=False,
+                                            description="Optional body; unknown members are ignored.")
+    schemas["DeviceValidateRequest"] = obj({
+        "partnerId": PARTNER_ID, "partnerKey": PARTNER_KEY, "reference": REFERENCE,
+        "serial": text(description="The device serial (surrounding spaces ignored). Missing: 1201; not registered "
+                                   "to the partner: 1202.", minLength=1),
+        "firmware": text(description="Firmware read from the device: compared when the registry knows it (1204)."),
+        "clientId": nullable(CLIENT_ID),
+    }, ("serial",), closed=False, description="Unknown members are ignored.")
+    schemas["AuthDebugResponse"] = _authdebug_schema()
+    header_security = [{"hmac": []}, {"basic": []}]
+    body_security = [{"hmac": []}, {"basic": []}, {}]
+    paths = {
+        "/api/partner/validate": {"post": {
+            "operationId": "partnerValidate", "tags": ["partners"], "summary": "Prove the partner's credentials",
+            "description": "HMAC (or Basic for key-security partners). The body is optional.",
+            "security": header_security,
+            "requestBody": body(ref("PartnerValidateRequest"), required=False,
+                                example={"reference": "walkthrough-1"}),
+            "responses": {"200": response("Valid credentials.", ref("Success"),
+                                          example={"success": True, "reference": "walkthrough-1",
+                                                   "messageId": "1795317291957736178457228"}),
+                          **error_responses(400, 401, 500)},
+        }},
+        "/api/device/validate": {"post": {
+            "operationId": "deviceValidate", "tags": ["devices"],
+            "summary": "Is this device registered to the partner, active, on the expected firmware?",
+            "description": "Body credentials (`partnerId` + `partnerKey`, key-security partners) or an "
+                           "`Authorization` header (HMAC partners must use HMAC).",
+            "security": body_security, "x-body-credentials": ["partnerId", "partnerKey"],
+            "requestBody": body(ref("DeviceValidateRequest"),
+                                example={"partnerId": "demokey", "partnerKey": "...", "serial": "DEMO-TERM-0001",
+                                         "firmware": "1.0.0", "reference": "r-1"}),
+            "responses": {"200": response("The device is registered, active and on its firmware.", ref("Success")),
+                          **error_responses(400, 401, 409, 500, body_credentials=True)},
+        }},
+        "/api/tokenization/tokenize": {"post": {
+            "operationId": "tokenize", "tags": ["tokenization"], "summary": "Tokenize values against a template",
+            "description": "Vaultless, format-preserving tokens under one new bfid. With the optional device "
+                           "headers the payload is decrypted as by the parser (same 1201/1202/1203/2xxx codes) and "
+                           "fills `vault_token_card_number`, `vault_token_card_expiration` (MMYY), "
+                           "`vault_token_first_name`/`vault_token_last_name` when the template has them and the "
+                           "body did not send them (3030: the template has no card number field).",
+            "security": header_security,
+            "parameters": DEVICE_HEADERS,
+            "requestBody": body(ref("TokenizeRequest"), example={
+                "reference": "t-1", "templateRef": "DEMO",
+                "values": [{"name": "vault_token_card_number", "value": "4242424242424242"}]}),
+            "responses": {"200": response("The tokens and their bfid.", ref("TokenizeResponse")),
+                          **error_responses(400, 401, 409, 500)},
+        }},
+    }
+    authdebug = {
+        "tags": ["authdebug"], "summary": "Explain an Authorization header (certification environment only)",
+        "description": "Reads no key from any store: the key is `secret` unless the `key` header overrides it; RSA "
+                       "uses a fixed published key pair unless `publicKey`/`privateKey` override it. Never "
+                       "consumes a nonce. The function does not exist in a stack deployed with `Environment=prod`.",
+        "security": [{}],
+        "parameters": [
+            parameter("Authorization", "header", "The header to debug (Hmac, Digest or Rsa form)."),
+            parameter("key", "header", "The HMAC/digest key, e.g. your `hmacKey` as issued (default `secret`)."),
+            parameter("publicKey", "header", "RSA public key override: PEM (newlines as `\\n`) or base64 of the PEM."),
+            parameter("privateKey", "header", "RSA private key override (override both keys together)."),
+            parameter("resource", "header", "Check the header against this path instead of the request's."),
+        ],
+        "requestBody": body({"description": "Any body: hashed exactly as received."}, required=False),
+        "responses": {"200": response("The step-by-step explanation and the API's verdict.", ref("AuthDebugResponse")),
+                      **error_responses(400, 500)},
+    }
+    paths["/api/v1/authdebug"] = {"post": {"operationId": "authDebug", **authdebug}}
+    paths["/api/authdebug"] = {"post": {"operationId": "authDebugUnversioned", **authdebug,
+                                        "description": authdebug["description"] + " Same as /api/v1/authdebug."}}
+    return document(
+        api="secure", title="Vault secure API",
+        description="Partner and device validation, tokenization and (certification only) authdebug. Errors: "
+                    "`{success: false, errCode, errMessage, reference?, messageId?}` (schema `SecureError`, codes "
+                    "`ErrorCode`); every authentication failure is the uniform 1003 body. README: \"Secure API and "
+                    "parser errors\", \"Tokenization error codes\".",
+        paths=paths, schemas=schemas,
+        security_schemes={"hmac": hmac_scheme(), "basic": basic_scheme()},
+        tags=[{"name": n} for n in ("partners", "devices", "tokenization", "authdebug")],
+    )
+
+
+__all__ = ["build", "secure_schemas", "error_responses", "MESSAGE_ID", "REFERENCE", "PARTNER_ID", "PARTNER_KEY",
+           "CLIENT_ID"]

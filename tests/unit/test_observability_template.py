@@ -1,0 +1,101 @@
+"""Issue 14 in template.yaml: tracing everywhere, a retained log group per function, and alarms that cover every
+function, API and dead-letter queue, notifying AlarmTopicArn when it is set."""
+
+from __future__ import annotations
+
+from local.template import evaluate_conditions, load_template, parameters_with_defaults
+from vaultcore import metrics
+
+T = load_template()
+RESOURCES = T["Resources"]
+FUNCTIONS = {n: r for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function"}
+APIS = {n: r for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Api"}
+ALARMS = {n: r["Properties"] for n, r in RESOURCES.items() if r["Type"] == "AWS::CloudWatch::Alarm"}
+
+
+def _ref(value):
+    return value.get("Ref") if isinstance(value, dict) else None
+
+
+def _metric_stats(alarm: dict) -> list[tuple[str, dict]]:
+    """(MetricName, the metric's FunctionName value) of each metric of a metric-math alarm (conditions unwrapped)."""
+    out = []
+    for entry in alarm.get("Metrics") or []:
+        if isinstance(entry, dict) and "Fn::If" in entry:
+            entry = entry["Fn::If"][1]
+        if "MetricStat" in entry:
+            metric = entry["MetricStat"]["Metric"]
+            out.append((metric["MetricName"], {d["Name"]: d["Value"] for d in metric["Dimensions"]}))
+    return out
+
+
+def test_tracing_is_active_on_every_function_and_api_stage():
+    assert T["Globals"]["Function"]["Tracing"] == "Active"
+    assert T["Globals"]["Api"]["TracingEnabled"] is True
+    for name, res in FUNCTIONS.items():
+        assert res["Properties"].get("Tracing", "Active") == "Active", name
+
+
+def test_every_function_has_a_retained_log_group_with_the_retention_parameter():
+    groups = {}
+    for name, res in RESOURCES.items():
+        if res["Type"] == "AWS::Logs::LogGroup":
+            sub = res["Properties"]["LogGroupName"]["Fn::Sub"]
+            assert sub.startswith("/aws/lambda/${") and sub.endswith("}"), name
+            groups[sub[len("/aws/lambda/${"):-1]] = res
+    assert set(groups) == set(FUNCTIONS)
+    for function, group in groups.items():
+        assert _ref(group["Properties"]["RetentionInDays"]) == "LogRetentionDays", function
+        assert group["DeletionPolicy"] == group["UpdateReplacePolicy"] == "Retain", function
+        assert group.get("Condition") == FUNCTIONS[function].get("Condition"), function
+        # The function writes to it by default: no LoggingConfig elsewhere (it would be a circular dependency).
+        assert "LoggingConfig" not in FUNCTIONS[function]["Properties"], function
+
+
+def test_every_function_is_in_one_errors_alarm_and_one_throttles_alarm_of_at_most_ten_metrics():
+    for metric in ("Errors", "Throttles"):
+        covered: list[str] = []
+        for name, alarm in ALARMS.items():
+            stats = _metric_stats(alarm)
+            if stats and all(m == metric for m, _ in stats):
+                assert len(alarm["Metrics"]) - 1 <= 10, name  # CloudWatch: 10 metrics per metric-math alarm
+                assert alarm["Metrics"][0]["Expression"] == "SUM(FILL(METRICS(), 0))"
+                covered += [_ref(dims["FunctionName"]) for _, dims in stats]
+        assert sorted(covered) == sorted(FUNCTIONS), metric
+
+
+def test_every_api_has_a_5xx_rate_alarm_on_its_own_name_and_stage():
+    for name, api in APIS.items():
+        api_name = api["Properties"]["Name"]["Fn::Sub"]
+        alarm = ALARMS[f"{name}ServerErrorAlarm"]
+        dims = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
+        assert dims["ApiName"] == {"Fn::Sub": api_name} and _ref(dims["Stage"]) == "Environment"
+        assert (alarm["Namespace"], alarm["MetricName"], alarm["Statistic"]) == ("AWS/ApiGateway", "5XXError", "Average")
+    assert len({a["Properties"]["Name"]["Fn::Sub"] for a in APIS.values()}) == len(APIS)
+
+
+def test_every_dead_letter_queue_has_a_depth_alarm():
+    queues = {n for n, r in RESOURCES.items() if r["Type"] == "AWS::SQS::Queue" and n.endswith("DeadLetterQueue")}
+    watched = {alarm["Dimensions"][0]["Value"]["Fn::GetAtt"][0] for alarm in ALARMS.values()
+               if alarm.get("MetricName") == "ApproximateNumberOfMessagesVisible"}
+    assert queues and watched == queues
+
+
+def test_the_auth_spike_alarm_watches_the_emf_metric_the_code_writes():
+    alarm = ALARMS["AuthFailureSpikeAlarm"]
+    assert (alarm["Namespace"], alarm["MetricName"]) == (metrics.NAMESPACE, "AuthenticationFailures")
+    assert alarm["Dimensions"] == [{"Name": "Service", "Value": {"Ref": "AWS::StackName"}}]
+    assert T["Globals"]["Function"]["Environment"]["Variables"]["METRICS_SERVICE"] == {"Ref": "AWS::StackName"}
+    assert _ref(alarm["Threshold"]) == "AuthFailureAlarmThreshold"
+
+
+def test_alarms_notify_the_topic_only_when_one_is_given():
+    params = parameters_with_defaults(T)
+    assert params["AlarmTopicArn"] == ""
+    assert evaluate_conditions(T, params)["HasAlarmTopic"] is False
+    assert evaluate_conditions(T, {**params, "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:ops"})["HasAlarmTopic"]
+    expected = {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]}
+    assert len(ALARMS) >= 13
+    for name, alarm in ALARMS.items():
+        assert alarm["AlarmActions"] == expected == alarm["OKActions"], name
+        assert alarm["TreatMissingData"] == "notBreaching", name
