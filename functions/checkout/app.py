@@ -2,6 +2,6 @@
 
 from vaultcore.api.handler import api_handler
 
-lambda_handler = api_handler("gateway", "vaultcore.wallet.checkout_api:checkout_route", aws=("dynamodb", "kms", "sqs"),
+lambda_handler = api_handler("checkout", "vaultcore.wallet.checkout_api:checkout_route", aws=("dynamodb", "kms", "sqs"),
                              # imported by the route on its usual path: during init instead
                              modules=("vaultcore.wallet.merchants", "vaultcore.gateway.accounts"))

@@ -2,4 +2,4 @@
 
 from vaultcore.api.handler import api_handler
 
-lambda_handler = api_handler("admin", "vaultcore.fraud.collector:collector_route", aws=("dynamodb", "kms"))
+lambda_handler = api_handler("collector", "vaultcore.fraud.collector:collector_route", aws=("dynamodb", "kms"))

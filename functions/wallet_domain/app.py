@@ -2,4 +2,4 @@
 
 from vaultcore.api.handler import api_handler
 
-lambda_handler = api_handler("gateway", "vaultcore.wallet.wellknown:serve_association_file", aws=("dynamodb",))
+lambda_handler = api_handler("wallet", "vaultcore.wallet.wellknown:serve_association_file", aws=("dynamodb",))

@@ -2,6 +2,6 @@
 
 from vaultcore.api.handler import api_handler
 
-lambda_handler = api_handler("gateway", "vaultcore.wallet.session:get_wallet_pay_session", aws=("dynamodb", "kms"),
+lambda_handler = api_handler("wallet", "vaultcore.wallet.session:get_wallet_pay_session", aws=("dynamodb", "kms"),
                              # imported by the route on its usual path: during init instead
                              modules=("vaultcore.wallet.merchants", "vaultcore.gateway.accounts"))

@@ -31,10 +31,11 @@ SECURE_CODES: dict[int, str] = {
     1103: "Body credentials of a key-security partner: partner not found (HTTP 401).",
     1104: "Body credentials of a key-security partner: partner disabled (HTTP 401).",
     1105: "Body credentials of a key-security partner: wrong partner key (HTTP 401).",
-    1201: "Device serial missing (or `clientId` not a string) (HTTP 400).",
+    1201: "Device serial missing (HTTP 400).",
     1202: "Device not registered to this partner (HTTP 409).",
     1203: "Device not active (HTTP 409).",
     1204: "Device firmware does not match the registered firmware (HTTP 409).",
+    1205: "`clientId` is not a string: omit it, or send null, for a device registered without one (HTTP 400).",
     1303: "Nothing could be decrypted (empty plaintext) (HTTP 400).",
     2000: "`deviceType` missing (HTTP 400).",
     2001: "`deviceType` unknown, or not the registered device's type (HTTP 400).",
@@ -111,23 +112,19 @@ def proxy_table() -> dict[int, str]:
     return {code: f"{meaning} (HTTP {status})" for code, (status, meaning) in PROXY_CODES.items()}
 
 
-#: Gateway codes answered with another HTTP status than 200.
-GATEWAY_STATUS = {1: 500, 601: 409, 100: "400 when refused by the input gate, else 200"}
+#: QSAPI and RSAPI codes answered with another HTTP status than 200 (every other failure is HTTP 200, an
+#: input-gate refusal too).
+GATEWAY_STATUS = {1: 500, 601: 409}
+GATEWAY_NOTES = {100: " Also a request refused by the input gate (README \"Input limits\"); HTTP 200 like every "
+                      "gateway failure."}
 
 
 def gateway_table() -> dict[int, str]:
     table = {0: "No error."}
     for code, message in ERROR_MESSAGES.items():
         status = GATEWAY_STATUS.get(code)
-        table[code] = message + (f" (HTTP {status})" if status else "")
+        table[code] = message + GATEWAY_NOTES.get(code, "") + (f" (HTTP {status})" if status else "")
     return table
-
-
-#: Codes the wallet session endpoint answers besides the wallet codes (README "Wallet payments").
-SESSION_EXTRA = {
-    400: "The request body is not a JSON object, or `display_name`, `merchant_id` or `referrer` is missing or not "
-         "1 to 64/255/2048 printable characters (HTTP 400).",
-}
 
 #: Management API errCodes of its own (not tokenization or proxy configuration codes).
 ADMIN_CODES: dict[int, str] = {
@@ -135,7 +132,7 @@ ADMIN_CODES: dict[int, str] = {
     400: "Invalid request: the message names the member and the rule; also a request refused by the input gate "
          "(HTTP 400).",
     404: "No such resource (partner, BDK, device, account, transaction, configuration, ...) (HTTP 404).",
-    405: "Method not allowed on this resource (HTTP 400).",
+    405: "Method not allowed on this resource (HTTP 405, with the `Allow` header naming the resource's methods).",
     409: "Conflict: the resource already exists (partner id, BDK id, device serial, wallet domain) (HTTP 409).",
 }
 
@@ -154,5 +151,5 @@ COLLECTOR_CODES: dict[int, str] = {
     400: "The report is not a JSON object, or `dvci`, `pid` or `signals` is invalid; or refused by the input "
          "gate (HTTP 400).",
     404: "Unknown or disabled client id, or a script path without `.js` (HTTP 404).",
-    413: "The report is larger than 8 KiB (HTTP 413).",
+    413: "The report is larger than 8 KiB, whether the input gate or the route measured it (HTTP 413).",
 }

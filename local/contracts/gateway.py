@@ -28,8 +28,9 @@ from vaultcore.gateway import validation as v
 from vaultcore.gateway.reporting import _DATE, _INCLUDABLE, MAX_RANGE_SECONDS
 from vaultcore.gateway.reporting import _KNOWN as RSAPI_KNOWN
 from vaultcore.gateway.service import RESPONSE_FIELDS
-from vaultcore.wallet.checkout_api import _COUNTRY, _REFERENCE, CARD_BRANDS, WALLET_TYPE
+from vaultcore.wallet.checkout_api import _COUNTRY, _REFERENCE, CARD_BRANDS, CHECKOUT_ERRORS, WALLET_TYPE
 from vaultcore.wallet.gateway_hooks import FRAUD_FIELDS
+from vaultcore.wallet.session import SESSION_ERRORS
 from vaultcore.wallet.settings import _FILE_NAME
 
 #: QSAPI variable -> description (rules beyond the pattern, the error code, the spec's Required column).
@@ -181,8 +182,6 @@ def _transaction_properties() -> dict[str, Any]:
 
 def _schemas() -> dict[str, Any]:
     table = errors.gateway_table()
-    session_codes = {c: table[c] for c in (1, 100, 101, 102, 200, 701, 716, 717, 718, 719)}
-    session_codes.update(errors.SESSION_EXTRA)
     tx = _transaction_properties()
     always = [n for n, a in RESPONSE_FIELDS if a]
     s, i = {"type": "string"}, {"type": "integer"}
@@ -207,8 +206,8 @@ def _schemas() -> dict[str, Any]:
                    "api_accesskey": text(v._VARIABLES["api_accesskey"][0], "Or the `X-Api-Accesskey` header.")}
     return {
         "GatewayErrorCode": codes(table, "`error_code` of gateway (QSAPI, RSAPI) responses; 0 when no error. "
-                                         "Failures answer HTTP 200 except 1 (500), 601 (409) and input-gate "
-                                         "refusals (100, 400)."),
+                                         "Failures answer HTTP 200 (input-gate refusals too: 100) except 1 (500) "
+                                         "and 601 (409)."),
         "QsapiRequest": _qsapi_request(),
         "TransactionResponse": obj(tx, always, description="The gateway transaction response (README \"Payment "
                                                            "gateway\"). Declines are transactions too: "
@@ -250,14 +249,16 @@ def _schemas() -> dict[str, Any]:
         "RsapiResponse": {"anyOf": [ref("RsapiTransaction"), ref("RsapiPage"), ref("GatewayError")]},
         "WalletSessionRequest": obj({
             **credentials,
-            "display_name": text(description="Shown in the payment sheet: 1-64 printable characters (400).",
-                                 minLength=1, maxLength=64),
+            "display_name": text(description="Shown in the payment sheet: 1-64 printable characters (missing or "
+                                             "empty: 200; otherwise invalid: 219).", minLength=1, maxLength=64),
             "referrer": text(description="The shop domain or a URL on it: one of the account's wallet `domains` "
-                                         "(716); 1-2048 printable characters (400).", minLength=1, maxLength=2048),
+                                         "(716); 1-2048 printable characters (200, 219).", minLength=1,
+                             maxLength=2048),
             "merchant_id": text(description="The account's `merchant_identifier` (718); 1-255 printable "
-                                            "characters (400).", minLength=1, maxLength=255),
+                                            "characters (200, 219).", minLength=1, maxLength=255),
         }, ("account_id", "api_accesskey", "display_name", "referrer", "merchant_id"), closed=False),
-        "WalletSessionErrorCode": codes(session_codes, "`error_code` of the wallet session endpoint."),
+        "WalletSessionErrorCode": codes(SESSION_ERRORS, "`error_code` of the wallet session endpoint (gateway "
+                                                        "codes; README \"Wallet session errors\")."),
         "WalletSessionError": obj({"error": {"const": True}, "error_code": ref("WalletSessionErrorCode"),
                                    "error_message": s, "error_msg": s, "transaction_approved": {"const": False}},
                                   ("error", "error_code", "error_message", "error_msg", "transaction_approved")),
@@ -297,18 +298,46 @@ def _schemas() -> dict[str, Any]:
             "refusalReason": s,
             "refusalReasonCode": text("[0-9]*", "The gateway `error_code` as text (e.g. 710)."),
         }, ("merchantReference", "amount", "resultCode")),
-        "CheckoutError": obj({"status": {"type": "integer", "enum": [401, 422]},
-                              "errorCode": text(description="`102` (authentication), `702` (body or token), or the "
-                                                            "member at fault (`amount`, `reference`, ...)."),
-                              "message": s, "errorType": {"type": "string", "enum": ["validation", "security"]}},
+        "CheckoutErrorCode": _checkout_codes(),
+        "CheckoutError": obj({"status": {"type": "integer", "enum": sorted({st for st, _m in
+                                                                          CHECKOUT_ERRORS.values()}),
+                                         "description": "The HTTP status."},
+                              "errorCode": ref("CheckoutErrorCode"),
+                              "message": s, "errorType": {"type": "string",
+                                                          "enum": ["validation", "security", "internal"],
+                                                          "description": "`security`: 401; `internal`: 500; "
+                                                                         "`validation`: 400 and 422."}},
                              ("status", "errorCode", "message", "errorType")),
     }
 
 
-def _gate_and_internal(schema: str = "GatewayError") -> dict[str, Any]:
-    return {"400": response("Refused by the input gate (error_code 100).", ref(schema)),
-            "500": response("Internal error (error_code 1): the outcome is unknown; retry with the same "
+def _checkout_codes() -> dict[str, Any]:
+    """The checkout API's string ``errorCode`` enum (:data:`CHECKOUT_ERRORS`, in its order)."""
+    ordered = list(CHECKOUT_ERRORS)
+    meanings = [f"{CHECKOUT_ERRORS[c][1]} (HTTP {CHECKOUT_ERRORS[c][0]})" for c in ordered]
+    rows = "\n".join(f"| {c} | {m} |" for c, m in zip(ordered, meanings, strict=True))
+    return {"type": "string", "enum": ordered, "x-enum-descriptions": meanings,
+            "description": "`errorCode` of `/paymentMethods` and `/payments` errors: gateway codes as text, or the "
+                           f"member at fault.\n\n| code | meaning |\n|---|---|\n{rows}"}
+
+
+def _internal(schema: str = "GatewayError") -> dict[str, Any]:
+    return {"500": response("Internal error (error_code 1): the outcome is unknown; retry with the same "
                             "Idempotency-Key.", ref(schema))}
+
+
+def _gate_and_internal(schema: str = "GatewayError") -> dict[str, Any]:
+    return {"400": response("Refused by the input gate (error_code 100).", ref(schema)), **_internal(schema)}
+
+
+def _checkout_errors() -> dict[str, Any]:
+    error = ref("CheckoutError")
+    return {"400": response("The body is not one JSON object, or the input gate refused the request (`100`, "
+                            "`errorType` validation).", error),
+            "401": response("Authentication failed (`102`, `errorType` security).", error),
+            "422": response("An invalid member (`errorType` validation; `errorCode` names it, or `702`).", error),
+            "500": response("Internal error (`1`, `errorType` internal); for `/payments` the outcome is unknown: "
+                            "retry with the same Idempotency-Key.", error)}
 
 
 def build() -> dict[str, Any]:
@@ -322,8 +351,8 @@ def build() -> dict[str, Any]:
         "operationId": "qsapi", "tags": ["qsapi"], "summary": "SALE, AUTHORIZATION or CAPTURE",
         "description": "Card, ACH, token, iframe (etoken) and wallet payments, captures. Authentication: "
                        "`account_id` + `api_accesskey` (and optional hash). Every answer is a transaction response "
-                       "with HTTP 200, failures too (`error` true, a non-zero `error_code`), except error 1 (500), "
-                       "601 (409) and input-gate refusals (100, 400). Also served with a trailing slash "
+                       "with HTTP 200, failures too (`error` true, a non-zero `error_code`; an input-gate refusal is "
+                       "100), except error 1 (500) and 601 (409). Also served with a trailing slash "
                        "(`/api/qsapi/3.8/`).",
         "security": [{}], "x-body-credentials": ["account_id", "api_accesskey"],
         "parameters": [idempotency],
@@ -333,10 +362,10 @@ def build() -> dict[str, Any]:
             "card_expiration": "1230", "card_verification": "123", "transaction_amount": "19.99",
             "currency": "USD"}),
         "responses": {
-            "200": response("A transaction response (approved or declined) or a refusal.", ref("QsapiResponse"),
-                            headers=replayed),
+            "200": response("A transaction response (approved or declined) or a refusal (input-gate refusals "
+                            "included: 100).", ref("QsapiResponse"), headers=replayed),
             "409": response("601: a request with this idempotency key is still running.", ref("GatewayError")),
-            **_gate_and_internal(),
+            **_internal(),
         },
     }
     credentials = [{"accountId": [], "apiAccesskey": []}, {}]
@@ -349,8 +378,9 @@ def build() -> dict[str, Any]:
                            "hours, at most 31 days), newest first, `limit` per page, `next_token` for the next.",
             "security": [{}], "x-body-credentials": ["account_id", "api_accesskey"],
             "requestBody": body(ref("RsapiRequest"), form=True),
-            "responses": {"200": response("The record(s), or a refusal (`error` true).", ref("RsapiResponse")),
-                          **_gate_and_internal()},
+            "responses": {"200": response("The record(s), or a refusal (`error` true; input-gate refusals "
+                                          "included: 100).", ref("RsapiResponse")),
+                          **_internal()},
         }},
         "/api/v1/wallet_pay/get_wallet_pay_session": {"post": {
             "operationId": "getWalletPaySession", "tags": ["wallet"], "summary": "Wallet merchant session",
@@ -361,9 +391,11 @@ def build() -> dict[str, Any]:
             "requestBody": body(ref("WalletSessionRequest")),
             "responses": {
                 "200": response("The vendor's session object.", ref("WalletSession")),
-                "400": response("Invalid request (400), wallet not configured (701), referrer (716), no merchant "
-                                "identity (717), merchant_id (718), input gate (100).", ref("WalletSessionError")),
-                "401": response("Authentication failed (101, 102, 200).", ref("WalletSessionError")),
+                "400": response("The request: not one JSON object or refused by the input gate (100), a field "
+                                "missing (200) or malformed (219), wallet not configured (701), referrer (716), "
+                                "no merchant identity (717), merchant_id (718).", ref("WalletSessionError")),
+                "401": response("The credentials: `account_id` or `api_accesskey` missing (200), `account_id` not "
+                                "12 digits (101), authentication failed (102).", ref("WalletSessionError")),
                 "500": response("Internal error (1).", ref("WalletSessionError")),
                 "502": response("The vendor's merchant validation failed (719).", ref("WalletSessionError")),
             },
@@ -377,9 +409,7 @@ def build() -> dict[str, Any]:
                 "account_id": "123456789012", "api_accesskey": "...", "countryCode": "US",
                 "amount": {"currency": "USD", "value": 1000}, "channel": "Web"}),
             "responses": {"200": response("The methods.", ref("PaymentMethodsResponse")),
-                          "401": response("Authentication failed (`errorType` security).", ref("CheckoutError")),
-                          "422": response("Malformed request (`errorType` validation).", ref("CheckoutError")),
-                          **_gate_and_internal()},
+                          **_checkout_errors()},
         }},
         "/payments": {"post": {
             "operationId": "payments", "tags": ["checkout"], "summary": "A wallet payment (a gateway SALE)",
@@ -390,9 +420,7 @@ def build() -> dict[str, Any]:
             "parameters": [idempotency],
             "requestBody": body(ref("PaymentsRequest")),
             "responses": {"200": response("Authorized or Refused.", ref("PaymentsResponse")),
-                          "401": response("Authentication failed (`errorType` security).", ref("CheckoutError")),
-                          "422": response("Malformed request (`errorType` validation).", ref("CheckoutError")),
-                          **_gate_and_internal()},
+                          **_checkout_errors()},
         }},
         "/.well-known/{file}": {"get": {
             "operationId": "domainAssociationFile", "tags": ["wallet"], "summary": "The domain association file",

@@ -324,7 +324,7 @@ def _schemas() -> dict[str, Any]:
 
 
 def _errors(*statuses: int) -> dict[str, Any]:
-    text_of = {400: "Invalid request (400, 405, 30xx, 82xx; the message names the member).",
+    text_of = {400: "Invalid request (400, 30xx, 82xx; the message names the member).",
                404: "No such resource (404, 3001, 3060).", 409: "Conflict (409, 3061, 3062).",
                500: "Internal error (1)."}
     return {str(s): response(text_of[s], ref("ManagementError")) for s in statuses}
@@ -494,7 +494,8 @@ def build() -> dict[str, Any]:
         api="management", title="Vault management API",
         description="Partners, credentials, BDKs, devices, templates and tokenization keys, gateway accounts, "
                     "wallets, fraud client ids, proxy configurations and logs, postback deliveries. Errors: "
-                    "`{success: false, errCode, errMessage}` with 400, 404, 409 or 500 (README \"Management API\").",
+                    "`{success: false, errCode, errMessage}` with 400, 404, 409 or 500, and 405 (errCode 405, with "
+                    "the `Allow` header) for a method the resource does not have (README \"Management API\").",
         paths=paths, schemas=schemas,
         security_schemes={"sigv4": {"type": "apiKey", "in": "header", "name": "Authorization",
                                     "description": "AWS IAM: requests signed with AWS Signature Version 4 (e.g. "

@@ -92,11 +92,18 @@ def test_every_api_is_checked_on_success_and_error_answers(runner):
     assert sale["transaction_approved"] is True
     refused = json.loads(call("/api/qsapi/3.8", {**gw, "account_id": "12", "transaction_type": "SALE"})[2])
     assert refused["error_code"] == 101
+    # an input-gate refusal on QSAPI: HTTP 200, error_code 100, like every gateway failure
+    status, _, data = call("/api/qsapi/3.8", '{"a":' * 40 + "1" + "}" * 40)
+    assert (status, json.loads(data)["error_code"]) == (200, 100)
     assert call("/api/rsapi/v1/transactions", {**gw, "transaction_id": sale["transaction_id"]})[0] == 200
     checkout = demo["checkout"]
     ck = {"account_id": checkout["account_id"], "api_accesskey": checkout["api_accesskey"]}
     assert call("/paymentMethods", {**ck, "countryCode": "US", "channel": "Web"})[0] == 200
     assert call("/payments", {**ck, "amount": {"currency": "USD", "value": 100}})[0] == 422
+    status, _, data = call("/payments", b"[1]")  # not one JSON object: "100", the checkout format
+    assert (status, json.loads(data)["errorCode"]) == (400, "100")
+    status, _, data = call("/api/v1/wallet_pay/get_wallet_pay_session", b"[1]")
+    assert (status, json.loads(data)["error_code"]) == (400, 100)
     assert call("/api/v1/wallet_pay/get_wallet_pay_session",
                 {"account_id": "000000000000", "api_accesskey": "x", "display_name": "Shop",
                  "referrer": "shop.example.com", "merchant_id": "m"})[0] == 401
@@ -108,6 +115,7 @@ def test_every_api_is_checked_on_success_and_error_answers(runner):
     assert status == 200 and "javascript" in hdrs["content-type"]  # exempt: not JSON
     assert call(f"/cdn/cs/{client_id}/collect", b'{"dvci": "x"}', {"Content-Type": "text/plain"})[0] == 400
     assert call(f"/cdn/cs/{'0' * 20}/collect", b"{}", {"Content-Type": "text/plain"})[0] == 404
+    assert call(f"/cdn/cs/{client_id}/collect", b"{" + b" " * 9000 + b"}", {"Content-Type": "text/plain"})[0] == 413
     # management API
     for path in ("/admin/v1/partners/demo", "/admin/v1/device-types", "/admin/v1/partners/demo/templates",
                  "/admin/v1/partners/demo/token-keys", f"/admin/v1/accounts/{account['account_id']}",
@@ -118,6 +126,9 @@ def test_every_api_is_checked_on_success_and_error_answers(runner):
         assert call(path, method="GET")[0] == 200, path
     assert admin(base, "GET", "/admin/v1/accounts/000000000000")[0] == 404
     statuses.append(("/admin/v1/accounts/000000000000", 404))
+    # a method the resource does not have: 405 with Allow (no operation to check it against: not counted)
+    status, hdrs, data = request(base + f"/admin/v1/accounts/{account['account_id']}", method="DELETE")
+    assert (status, hdrs["allow"], json.loads(data)["errCode"]) == (405, "GET, PATCH", 405)
 
     exempt = 2
     assert contract.STATS.exempt - exempt_before == exempt

@@ -87,6 +87,8 @@ def test_errors(platform, partner):
         ({"devicePayload": "00112233"}, "T-TDES", 400, 2601),  # not a whole block
         ({}, "UNKNOWN", 409, 1202),
         ({}, "", 400, 1201),
+        ({"clientId": 7}, "T-TDES", 400, 1205),  # not a string: its own code, not 1201 (serial missing)
+        ({"clientId": ["c1"]}, "T-TDES", 400, 1205),
     ]
     for override, serial, status_code, err in cases:
         fields = {**good, **override}

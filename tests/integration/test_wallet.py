@@ -32,8 +32,10 @@ from tests.wallet_support import (
     wallet_body,
 )
 from vaultcore.store.aws import dynamodb
+from vaultcore.wallet.checkout_api import CHECKOUT_ERRORS
 from vaultcore.wallet.errors import W, WalletError
 from vaultcore.wallet.payments import decrypt_wallet_payment
+from vaultcore.wallet.session import SESSION_ERRORS
 
 
 @pytest.fixture
@@ -228,13 +230,38 @@ def test_wallet_session_through_mutual_tls(platform, account, merchant, pki, stu
     for changes, code, http in (({"referrer": "evil.example.net"}, W.REFERRER, 400),
                                 ({"merchant_id": "merchant.com.other"}, W.MERCHANT_ID, 400),
                                 ({"api_accesskey": "0" * 32}, 102, 401),
-                                ({"display_name": ""}, 400, 400)):
+                                # gateway codes only (README "Wallet session errors"), never error_code 400
+                                ({"display_name": ""}, 200, 400), ({"merchant_id": None}, 200, 400),
+                                ({"display_name": "x" * 65}, 219, 400), ({"referrer": 7}, 219, 400),
+                                ({"account_id": None}, 200, 401), ({"account_id": "12"}, 101, 401)):
         status, _, body = session_call(platform, {**ok, **changes})
-        assert (status, body["error_code"]) == (http, code)
+        assert (status, body["error_code"]) == (http, code), (changes, body)
+        assert code in SESSION_ERRORS and f"HTTP {http}" in SESSION_ERRORS[code]  # the documented pair
+    for raw in ("[1, 2]", '"text"', "not json"):
+        status, _, body = session_call(platform, raw)
+        assert (status, body["error_code"], body["error"]) == (400, 100, True), (raw, body)
     # The vendor's failure is 719 (HTTP 502), never its body.
     stub.status = 500
     status, _, body = session_call(platform, ok)
     assert (status, body["error_code"]) == (502, W.VALIDATION_FAILED)
+
+
+def test_wallet_session_gate_refusals_and_internal_errors_keep_their_statuses(platform, account, monkeypatch):
+    # The input gate: error_code 100 with HTTP 400, like a body that is not one JSON object.
+    status, _, body = session_call(platform, '{"a":' * 40 + "1" + "}" * 40)
+    assert (status, body["error_code"], body["error"]) == (400, 100, True), body
+    # A dependency failing while authenticating is error 1 (HTTP 500), not an authentication failure (401).
+    from vaultcore.errors import DependencyError
+    from vaultcore.gateway import accounts
+
+    def unavailable(*_a, **_k):
+        raise DependencyError("Internal error: a dependency is unavailable.")
+
+    monkeypatch.setattr(accounts, "lookup_account", unavailable)
+    status, _, body = session_call(platform, {"account_id": account["account_id"],
+                                              "api_accesskey": account["api_accesskey"], "display_name": "Shop",
+                                              "referrer": SHOP_DOMAIN, "merchant_id": MERCHANT_ID})
+    assert (status, body["error_code"]) == (500, 1), body
 
 
 def test_wallet_session_needs_the_identity_and_a_server_we_trust(platform, account, merchant, pki, stub, monkeypatch):
@@ -365,6 +392,42 @@ def test_payments_format_authorized_and_refused(platform, wallet_account, mercha
         status, _, body = call(platform, "CheckoutFunction", "POST", "/payments", broken)
         assert status == 422 and body["errorType"] == "validation"
     assert call(platform, "CheckoutFunction", "POST", "/payments", {**pay, "api_accesskey": "f" * 32})[0] == 401
+
+
+def _checkout_error(out, status: int, code: str, kind: str) -> None:
+    assert out == {"status": status, "errorCode": code, "message": out["message"], "errorType": kind}, out
+    assert CHECKOUT_ERRORS[code][0] == status  # the documented pair (README "Checkout error codes")
+
+
+def test_checkout_errors_are_always_in_the_checkout_format(platform, wallet_account, monkeypatch):
+    creds = {"account_id": wallet_account["account_id"], "api_accesskey": wallet_account["api_accesskey"]}
+    for path in ("/paymentMethods", "/payments"):
+        # Not one JSON object: its own code 100 (HTTP 400), no longer the token's 702.
+        for raw in ("[1]", "null", "not json"):
+            status, _, out = call(platform, "CheckoutFunction", "POST", path, raw)
+            _checkout_error(out, 400, "100", "validation")
+        # Refused by the input gate: the same code, in this API's format (not the gateway error body).
+        status, _, out = call(platform, "CheckoutFunction", "POST", path, "[" * 40 + "]" * 40)
+        _checkout_error(out, 400, "100", "validation")
+        assert "nested deeper" in out["message"]
+    pay = {**creds, "amount": {"currency": "USD", "value": 100}, "reference": "r-1",
+           "paymentMethod": {"type": "applepay", "applePayToken": ""}}
+    _checkout_error(call(platform, "CheckoutFunction", "POST", "/payments", pay)[2], 422, "702", "validation")
+    # An internal error is HTTP 500 "1" (errorType internal), never a 401 or the gateway body.
+    from vaultcore.errors import DependencyError
+    from vaultcore.gateway import accounts
+
+    def unavailable(*_a, **_k):
+        raise DependencyError("Internal error: a dependency is unavailable.")
+
+    monkeypatch.setattr(accounts, "lookup_account", unavailable)
+    status, _, out = call(platform, "CheckoutFunction", "POST", "/paymentMethods", creds)
+    _checkout_error(out, 500, "1", "internal")
+    monkeypatch.setattr("vaultcore.gateway.service.process", lambda *a, **k: 1 / 0)
+    pay["paymentMethod"]["applePayToken"] = "e30="
+    status, _, out = call(platform, "CheckoutFunction", "POST", "/payments", pay)
+    _checkout_error(out, 500, "1", "internal")
+    assert "Traceback" not in json.dumps(out) and "ZeroDivision" not in json.dumps(out)
 
 
 # --------------------------------------------------------------- key material in the forms operators have

@@ -168,3 +168,63 @@ def test_the_reference_page_is_self_contained_and_lists_fields_rules_and_codes()
     assert status == 200 and all(f"/openapi/{api}.html" in body.decode() for api in APIS)
     assert serve(None, "GET", "/openapi/proxy.json", {}, b"")[2] == (OUT / "proxy.json").read_bytes()
     assert serve(None, "GET", "/openapi/nope.html", {}, b"")[0] == 404
+
+
+def _readme_table_after(anchor: str) -> list[list[str]]:
+    """The cells of the first table after ``anchor`` (any text of the README), header and rule rows left out."""
+    lines = README[README.index(anchor):].splitlines()[1:]
+    table, seen_table = [], False
+    for line in lines:
+        if line.startswith("|"):
+            table.append([cell.strip() for cell in line.strip().strip("|").split("|")])
+            seen_table = True
+        elif seen_table:
+            break
+    return table[2:]
+
+
+def test_the_wallet_session_codes_are_the_code_s_table_and_the_readme_s():
+    from vaultcore.wallet.session import SESSION_ERRORS
+
+    assert _enum("gateway", "WalletSessionErrorCode") == set(SESSION_ERRORS)
+    assert _readme_codes("**Wallet session errors.**") == set(SESSION_ERRORS)
+    # every code is one the gateway documents (README "Gateway error codes", "Wallet and fraud error codes")
+    assert set(SESSION_ERRORS) <= _enum("gateway", "GatewayErrorCode")
+    for row in _readme_table_after("**Wallet session errors.**"):
+        for code in re.findall(r"\d+", row[0]):
+            for status in re.findall(r"\d{3}", row[1]):
+                assert f"HTTP {status}" in SESSION_ERRORS[int(code)], (code, status)
+
+
+def test_the_checkout_codes_are_the_code_s_table_and_the_readme_s():
+    from vaultcore.wallet.checkout_api import CHECKOUT_ERRORS
+
+    schema = _doc("gateway")["components"]["schemas"]
+    assert schema["CheckoutErrorCode"]["enum"] == list(CHECKOUT_ERRORS)
+    assert set(schema["CheckoutError"]["properties"]["status"]["enum"]) == {s for s, _ in CHECKOUT_ERRORS.values()}
+    readme: dict[str, int] = {}
+    for row in _readme_table_after("**Checkout error codes.**"):
+        for code in re.findall(r"`([^`]+)`", row[0]):
+            readme[code] = int(row[1])
+    assert readme == {code: status for code, (status, _m) in CHECKOUT_ERRORS.items()}
+    assert "702" in readme and readme["100"] == 400  # "not a JSON object" has its own code, not the token's
+
+
+def test_the_management_and_collector_codes_are_in_the_readme_with_their_statuses():
+    from local.contracts.errors import ADMIN_CODES, COLLECTOR_CODES
+
+    for anchor, table, api, schema in (
+            ("Besides the tokenization codes (3001", ADMIN_CODES, "management", "ManagementErrorCode"),
+            ("Collector errors are the management API's body", COLLECTOR_CODES, "collector", "CollectorErrorCode")):
+        rows = {int(row[0]): int(row[1]) for row in _readme_table_after(anchor)}
+        assert set(rows) == set(table), anchor
+        assert set(rows) <= _enum(api, schema)
+        for code, status in rows.items():
+            assert f"(HTTP {status}" in table[code], (anchor, code)
+
+
+def test_every_postback_delivery_status_is_in_the_readme():
+    statuses = _doc("management")["components"]["schemas"]["DeliveryAttempt"]["properties"]["status"]["enum"]
+    assert "abandoned" in statuses
+    listed = README[README.index("attempt, newest first: status"):][:200]
+    assert all(f"`{s}`" in listed for s in statuses), listed

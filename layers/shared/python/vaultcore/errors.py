@@ -15,6 +15,7 @@ __all__ = [
     "ValidationError",
     "AuthenticationFailed",
     "NotFound",
+    "MethodNotAllowed",
     "Conflict",
     "PermissionDenied",
     "DependencyError",
@@ -67,6 +68,18 @@ class NotFound(VaultError):
     code = 404
     status = 404
     default_message = "Not found."
+
+
+class MethodNotAllowed(VaultError):
+    """The resource exists but not with this method (HTTP 405); ``allowed`` goes in the ``Allow`` header."""
+
+    code = 405
+    status = 405
+    default_message = "Method not allowed on this resource."
+
+    def __init__(self, allowed: tuple[str, ...] | list[str], message: str | None = None) -> None:
+        super().__init__(message)
+        self.allowed = tuple(allowed)
 
 
 class Conflict(VaultError):

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vaultcore.api.http import Request, Response, json_response
-from vaultcore.errors import NotFound, ValidationError
+from vaultcore.errors import MethodNotAllowed, NotFound, ValidationError
 
 __all__ = ["route", "dispatch", "json_body", "ok", "created"]
 
@@ -30,16 +30,17 @@ def route(method: str, template: str) -> Callable[[Handler], Handler]:
 
 
 def dispatch(request: Request) -> Response:
-    path_matched = False
+    allowed: list[str] = []
     for method, pattern, fn in _ROUTES:
         m = pattern.match(request.path)
         if m is None:
             continue
-        path_matched = True
         if method == request.method:
             return fn(request, **m.groupdict())
-    if path_matched:
-        raise ValidationError("Method not allowed on this resource.", code=405, status=400)
+        allowed.append(method)
+    if allowed:
+        # HTTP 405 with the Allow header (RFC 9110 §15.5.6); errCode 405 as before.
+        raise MethodNotAllowed(sorted(set(allowed)))
     raise NotFound("No such management resource.")
 
 

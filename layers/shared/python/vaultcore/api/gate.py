@@ -13,9 +13,12 @@ A body that is not JSON at all is left to the route, which answers with its own 
 code; the gate refuses only what could make a route fail on the input's shape. Bodies of other formats are
 the proxy's (bounded by :mod:`vaultcore.net.payloads`) or form bodies (parsed with replacement of bad bytes).
 
-A refusal is :class:`InputRejected`; :mod:`vaultcore.api.responses` gives it the documented 400 of the API
-family: secure API and parser ``errCode`` 1006, proxy ``code`` 8100 (text) or 8101 (a cap), gateway
-``error_code`` 100, management ``errCode`` 400. Messages name what was refused, never the value.
+A refusal is :class:`InputRejected`; :mod:`vaultcore.api.responses` gives it the documented refusal of the API
+family: secure API and parser ``errCode`` 1006, proxy ``code`` 8100 (text) or 8101 (a cap), management and
+collector ``errCode`` 400 (HTTP 400; a collector body over its 8 KiB cap: 413), QSAPI and RSAPI ``error_code``
+100 with HTTP 200 (like every gateway failure), the wallet session and association file ``error_code`` 100 with
+HTTP 400, ``/paymentMethods`` and ``/payments`` ``errorCode`` ``"100"`` with HTTP 400. Messages name what was
+refused, never the value.
 """
 
 from __future__ import annotations
@@ -28,11 +31,12 @@ from vaultcore.errors import ValidationError
 if TYPE_CHECKING:
     from vaultcore.api.http import Request
 
-__all__ = ["InputRejected", "check_request", "load_json", "BODY_LIMITS", "MAX_JSON_DEPTH"]
+__all__ = ["InputRejected", "BodyTooLarge", "check_request", "load_json", "BODY_LIMITS", "MAX_JSON_DEPTH"]
 
 # The proxy forwards partners' payloads (1 MiB, as the proxy's own caps); the other APIs take small
-# documents: a wallet token, a proxy configuration and a gateway request are all far below 256 KiB.
-BODY_LIMITS = {"proxy": 1_048_576}
+# documents: a wallet token, a proxy configuration and a gateway request are all far below 256 KiB. The
+# collector takes one device report of at most 8 KiB (vaultcore.fraud.collector).
+BODY_LIMITS = {"proxy": 1_048_576, "collector": 8_192}
 DEFAULT_BODY_LIMIT = 262_144
 MAX_HEADERS = 100
 MAX_HEADER_VALUE = 8_192
@@ -53,6 +57,10 @@ class InputRejected(ValidationError):
     def __init__(self, message: str, kind: str = "limit") -> None:
         super().__init__(message)
         self.kind = kind
+
+
+class BodyTooLarge(InputRejected):
+    """The body is over the family's cap (:data:`BODY_LIMITS`): the collector answers it 413, as its route does."""
 
 
 def _check_text(value: str, what: str, limit: int) -> None:
@@ -112,7 +120,7 @@ def check_request(request: Request, family: str) -> None:
     """Refuse, with :class:`InputRejected`, a request no route should see (see the module docstring)."""
     limit = BODY_LIMITS.get(family, DEFAULT_BODY_LIMIT)
     if len(request.body) > limit:
-        raise InputRejected(f"The body is larger than {limit} bytes.")
+        raise BodyTooLarge(f"The body is larger than {limit} bytes.")
     pairs = request.header_pairs()
     if len(pairs) > MAX_HEADERS:
         raise InputRejected(f"The request has more than {MAX_HEADERS} headers.")

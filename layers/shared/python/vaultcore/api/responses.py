@@ -3,9 +3,18 @@
 - ``secure`` (secure API and parser): ``{success: false, errCode, errMessage, reference?, messageId?}``;
   every authentication failure is the byte-identical 1003 body; request-validation errors carry no messageId.
 - ``proxy``: ``{success: false, code, message}`` with 8001/8003/8004 and the documented 400 codes.
-- ``admin``: ``{success: false, errCode, errMessage}`` with 400/404/409.
-- ``gateway``: failures are transaction responses (built by the gateway itself); this module only maps
-  errors that escape it.
+- ``admin`` (management API): ``{success: false, errCode, errMessage}`` with 400/404/405/409/500; 405 (a method
+  the resource does not have) carries the ``Allow`` header (RFC 9110 §15.5.6).
+- ``collector`` (fraud collector): the admin body; a report over the collector's body cap (8 KiB) is 413
+  whether the input gate or the route sees it first.
+- ``gateway`` (QSAPI and RSAPI): failures are transaction responses (built by the gateway itself) with HTTP 200
+  — an input-gate refusal too (``error_code`` 100, like the gateway's own "not a form or JSON object") — except
+  ``error_code`` 1 (500) and 601 (409). This module only maps errors that escape the gateway.
+- ``wallet`` (the wallet session and the domain association file on the gateway API): the gateway error body
+  with the endpoint's HTTP status: an input-gate refusal is HTTP 400 ``error_code`` 100, internal errors 500.
+- ``checkout`` (``/paymentMethods``, ``/payments``): ``{status, errorCode, message, errorType}`` (errorCode a
+  string): input gate 400 ``"100"`` validation, authentication 401 ``"102"`` security, internal errors 500
+  ``"1"`` internal (README "The other request format"; the route answers its own 422s).
 """
 
 from __future__ import annotations
@@ -44,25 +53,58 @@ def _proxy(error: VaultError) -> Response:
 
 
 def _admin(error: VaultError) -> Response:
-    status = error.status if error.status in (400, 401, 403, 404, 409, 413, 500, 502, 503) else 400
-    return json_response(status, {"success": False, "errCode": error.code, "errMessage": error.message})
+    from vaultcore.errors import MethodNotAllowed
+
+    status = error.status if error.status in (400, 401, 403, 404, 405, 409, 413, 500, 502, 503) else 400
+    headers = {"Allow": ", ".join(error.allowed)} if isinstance(error, MethodNotAllowed) else None
+    return json_response(status, {"success": False, "errCode": error.code, "errMessage": error.message}, headers)
+
+
+def _gateway_body(error: VaultError, status: int) -> Response:
+    return json_response(status, {
+        "error": True, "error_code": error.code, "error_message": error.message, "error_msg": error.message,
+        "transaction_approved": False,
+    })
+
+
+def _checkout(error: VaultError) -> Response:
+    """The checkout API's body (vaultcore.wallet.checkout_api: CHECKOUT_ERRORS lists every errorCode)."""
+    from vaultcore.api.gate import InputRejected
+
+    if isinstance(error, InputRejected):
+        status, code, kind, message = 400, "100", "validation", error.message
+    elif isinstance(error, AuthenticationFailed) or error.code in (101, 102):
+        status, code, kind, message = 401, "102", "security", "Authentication failed."
+    elif error.status >= 500:
+        status, code, kind = 500, "1", "internal"
+        message = "Internal error: retry (a payment with the same Idempotency-Key: its outcome is unknown)."
+    else:
+        status, code, kind, message = 422, str(error.code), "validation", error.message
+    return json_response(status, {"status": status, "errorCode": code, "message": message, "errorType": kind})
 
 
 def _gate_code(family: str, error: VaultError) -> VaultError:
-    """The documented 400 of each API family for a request refused by the input gate (:mod:`.gate`)."""
-    from vaultcore.api.gate import InputRejected
+    """The documented refusal of each API family for a request refused by the input gate (:mod:`.gate`)."""
+    from vaultcore.api.gate import BodyTooLarge, InputRejected
 
     if not isinstance(error, InputRejected):
         return error
-    code = {"secure": 1006, "gateway": 100, "admin": 400}.get(family)
+    status = 400
+    code = {"secure": 1006, "gateway": 100, "wallet": 100, "admin": 400, "collector": 400}.get(family)
     if family == "proxy":
         code = 8100 if error.kind == "text" else 8101
-    return VaultError(error.message, code=code, status=400)
+    elif family == "gateway":
+        status = 200  # QSAPI and RSAPI: every failure is HTTP 200 but 1 and 601 (README "Payment gateway")
+    elif family == "collector" and isinstance(error, BodyTooLarge):
+        code = status = 413
+    return VaultError(error.message, code=code, status=status)
 
 
 def error_response(family: str, error: VaultError, reference: str | None = None) -> Response:
     from vaultcore.api.gate import InputRejected
 
+    if family == "checkout":
+        return _checkout(error)
     if isinstance(error, InputRejected):
         validation = isinstance(error, ValidationError)
         error = _gate_code(family, error)
@@ -74,11 +116,8 @@ def error_response(family: str, error: VaultError, reference: str | None = None)
         return _secure(error, reference)
     if family == "proxy":
         return _proxy(error)
-    if family == "gateway":
-        return json_response(error.status, {
-            "error": True, "error_code": error.code, "error_message": error.message, "error_msg": error.message,
-            "transaction_approved": False,
-        })
+    if family in ("gateway", "wallet"):
+        return _gateway_body(error, error.status)
     return _admin(error)
 
 

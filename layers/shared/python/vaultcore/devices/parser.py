@@ -228,7 +228,7 @@ def decrypt_for_partner(partner_id: str, device_type: Any, serial: Any, payload:
     if not isinstance(serial, str) or not serial.strip():
         raise ParserError("deviceSerial is required.", code=1201)
     if client_id is not None and not isinstance(client_id, str):
-        raise ParserError("clientId must be a string.", code=1201)
+        raise ParserError("clientId must be a string (or null).", code=1205)
     device = load_device(partner_id, serial.strip(), client_id)
     if device is None:
         raise Conflict("Device not found.", code=1202)

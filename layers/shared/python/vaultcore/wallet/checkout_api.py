@@ -17,8 +17,13 @@ wallet is configured (for ``Web``: with at least one registered domain).
 object>}``, optional ``deviceTransId`` (fraud scoring), optional ``Idempotency-Key`` header -> a SALE through
 the gateway, answered with ``resultCode`` ``Authorized`` (inform the shopper) or ``Refused`` (ask for another
 payment method) with ``refusalReason`` and ``refusalReasonCode`` (the gateway ``error_code``, e.g. 710 for an
-amount that is not the token's). A malformed request is HTTP 422 ``{status, errorCode, message, errorType:
-"validation"}``; failed authentication is HTTP 401 with ``errorType`` ``security``.
+amount that is not the token's).
+
+Errors are ``{status, errorCode, message, errorType}`` with the codes of :data:`CHECKOUT_ERRORS` (the README's
+table): a body that is not one JSON object, or a request refused by the input gate, is HTTP 400 ``"100"``; an
+invalid member HTTP 422 (``errorType`` ``validation``); failed authentication HTTP 401 ``"102"`` (``security``);
+an internal error HTTP 500 ``"1"`` (``internal``). Gate refusals and internal errors are mapped by
+:mod:`vaultcore.api.responses` (family ``checkout``), the rest here.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from vaultcore.gateway.currencies import is_currency, minor_units
 from vaultcore.logs import get_logger
 from vaultcore.wallet import settings as wallet_settings
 
-__all__ = ["checkout_route", "payment_methods", "payments", "WALLET_TYPE", "CARD_BRANDS"]
+__all__ = ["checkout_route", "payment_methods", "payments", "WALLET_TYPE", "CARD_BRANDS", "CHECKOUT_ERRORS"]
 
 WALLET_TYPE = "applepay"
 CARD_BRANDS = ("visa", "mc", "amex", "discover", "jcb", "diners")
@@ -42,9 +47,30 @@ _COUNTRY = re.compile(r"^[A-Z]{2}$")
 _REFERENCE = re.compile(r"^[\x20-\x7e]{1,80}$")
 _log = get_logger("wallet.checkout")
 
+#: Every ``errorCode`` of ``/paymentMethods`` and ``/payments``: code -> (HTTP status, meaning). The README's
+#: "Checkout error codes" table and the OpenAPI enum are this dict (tests/unit/test_openapi_contracts.py). Codes
+#: that are numbers are the gateway's (100, 102, 702, 1); the others name the member at fault.
+CHECKOUT_ERRORS: dict[str, tuple[int, str]] = {
+    "1": (500, "Internal error: a dependency is unavailable. `/payments`: the outcome is unknown; retry with the "
+               "same Idempotency-Key."),
+    "100": (400, "The body is not one JSON object, or the request was refused by the input gate (size, nesting, "
+                 "text that is not UTF-8)."),
+    "102": (401, "Authentication failed: credentials missing, `account_id` not 12 digits, wrong access key, "
+                 "unknown or disabled account."),
+    "702": (422, "`paymentMethod.applePayToken` is missing or empty."),
+    "amount": (422, "`amount` is not `{currency: ISO 4217 code, value: positive integer in minor units}`."),
+    "channel": (422, "`channel` is not `Web` or `iOS`."),
+    "countryCode": (422, "`countryCode` is not an ISO 3166-1 alpha-2 code."),
+    "paymentMethod": (422, "`paymentMethod` is not an object with `type` `applepay`."),
+    "reference": (422, "`reference` is not 1 to 80 printable ASCII characters."),
+}
+_KIND = {401: "security", 500: "internal"}
 
-def _invalid(code: str, message: str, status: int = 422, kind: str = "validation") -> Response:
-    return json_response(status, {"status": status, "errorCode": code, "message": message, "errorType": kind})
+
+def _invalid(code: str, message: str) -> Response:
+    status = CHECKOUT_ERRORS[code][0]
+    return json_response(status, {"status": status, "errorCode": code, "message": message,
+                                  "errorType": _KIND.get(status, "validation")})
 
 
 def _credentials(request: Request, body: dict[str, Any]) -> tuple[Any, Any]:
@@ -81,11 +107,13 @@ def _decimal(value: int, currency: str) -> str:
 def payment_methods(request: Request) -> Response:
     body = request.json()
     if not isinstance(body, dict):
-        return _invalid("702", "The request body must be a JSON object.")
+        return _invalid("100", "The request body must be one JSON object.")
     try:
         account = _authenticate(request, body)
-    except VaultError:
-        return _invalid("102", "Authentication failed.", 401, "security")
+    except VaultError as exc:
+        if exc.status >= 500:
+            raise  # a dependency failed: "1" (HTTP 500), never an authentication failure
+        return _invalid("102", "Authentication failed.")
     channel = body.get("channel", "Web")
     if channel not in ("Web", "iOS"):
         return _invalid("channel", "channel must be Web or iOS.")
@@ -107,7 +135,7 @@ def payments(request: Request) -> Response:
 
     body = request.json()
     if not isinstance(body, dict):
-        return _invalid("702", "The request body must be a JSON object.")
+        return _invalid("100", "The request body must be one JSON object.")
     account_id, accesskey = _credentials(request, body)
     amount = _amount(body)
     if amount is None:
@@ -136,7 +164,7 @@ def payments(request: Request) -> Response:
                                             request.header("idempotency-key"))
     except VaultError as exc:  # every gateway refusal (validation, wallet 7xx, fraud) is "Refused" here
         if exc.code in _AUTH_CODES or (exc.code == 200 and not (account_id and accesskey)):
-            return _invalid("102", "Authentication failed.", 401, "security")
+            return _invalid("102", "Authentication failed.")
         if exc.status >= 500:
             raise
         result = {"transaction_approved": False, "error_code": exc.code, "error_message": exc.message}

@@ -9,6 +9,11 @@ Request (JSON): ``account_id``, ``api_accesskey``, ``display_name`` (1-64 charac
 domain or a URL on it: it must be one of the account's wallet domains, 716), ``merchant_id`` (the wallet
 merchant identifier; it must be the account's, 718).
 
+Errors are the gateway error body with gateway codes and an HTTP status by class (README "Wallet session"):
+400 for the request (100 not one JSON object or refused by the input gate, 200 a field missing or empty, 219 a
+field's type or length, 701, 716-718), 401 for the credentials (200 ``account_id``/``api_accesskey`` missing,
+101 ``account_id`` not 12 digits, 102 authentication failed), 502 for the vendor (719), 500 internal (1).
+
 The vendor endpoint is one per stack: ``WALLET_MERCHANT_VALIDATION_URL`` (the vendor's published payment
 session URL in the template). The call is SSRF-checked like every egress (:mod:`vaultcore.net.ssrf`: URL
 policy, every resolved address checked, the connection made to a checked address with SNI and certificate
@@ -39,11 +44,13 @@ from typing import Any
 from vaultcore.api.http import Request, Response, json_response
 from vaultcore.cache import ContainerCache
 from vaultcore.errors import VaultError
+from vaultcore.gateway.errors import E
 from vaultcore.logs import get_logger
 from vaultcore.wallet import settings as wallet_settings
 from vaultcore.wallet.errors import W, WalletError
 
-__all__ = ["get_wallet_pay_session", "request_session", "runner_ca_file", "VALIDATION_URL_ENV", "VALIDATION_CA_ENV"]
+__all__ = ["get_wallet_pay_session", "request_session", "runner_ca_file", "SESSION_ERRORS", "VALIDATION_URL_ENV",
+           "VALIDATION_CA_ENV"]
 
 VALIDATION_URL_ENV = "WALLET_MERCHANT_VALIDATION_URL"
 #: Runner only (its stand-in's CA bundle): ignored without VAULT_ALLOW_LOCAL_EGRESS=1 or with ENVIRONMENT=prod.
@@ -51,6 +58,25 @@ VALIDATION_CA_ENV = "WALLET_MERCHANT_VALIDATION_CA_FILE"
 _TOTAL_SECONDS = 15.0
 _MAX_RESPONSE = 65_536
 _log = get_logger("wallet.session")
+
+#: Every ``error_code`` this endpoint answers, with its HTTP status: the README's "Wallet session errors" table
+#: and the OpenAPI enum are this dict (tests/unit/test_openapi_contracts.py).
+SESSION_ERRORS: dict[int, str] = {
+    1: "Internal error: a dependency is unavailable (HTTP 500).",
+    100: "The body is not one JSON object, or the request was refused by the input gate (HTTP 400).",
+    101: "`account_id` is not 12 digits (HTTP 401).",
+    102: "Authentication failed: wrong access key, unknown or disabled account (HTTP 401).",
+    200: "A required variable is missing or empty: `account_id` or `api_accesskey` (HTTP 401); `display_name`, "
+         "`merchant_id` or `referrer` (HTTP 400).",
+    219: "`display_name`, `merchant_id` or `referrer` is not a string of 1 to 64/255/2048 printable characters "
+         "(HTTP 400).",
+    W.NOT_CONFIGURED: "Wallet payments are not configured for this account (HTTP 400).",
+    W.REFERRER: "`referrer` is not one of the account's wallet domains (HTTP 400).",
+    W.IDENTITY_MISSING: "The account has no merchant identity certificate (HTTP 400).",
+    W.MERCHANT_ID: "`merchant_id` is not the account's merchant identifier (HTTP 400).",
+    W.VALIDATION_FAILED: "The wallet vendor's merchant validation failed, or none is configured on this platform "
+                         "(HTTP 502).",
+}
 _contexts: ContainerCache[ssl.SSLContext] = ContainerCache("key_cache_seconds", max_items=256)
 
 
@@ -151,9 +177,12 @@ def request_session(url: str, body: dict[str, Any], certificate_pem: str, key_pe
 
 
 def _text(body: dict[str, Any], name: str, high: int) -> str:
+    """A required text field: 200 when missing or empty (as QSAPI counts empty values), 219 when malformed."""
     value = body.get(name)
-    if not isinstance(value, str) or not 1 <= len(value) <= high or not value.isprintable():
-        raise WalletError(400, f"{name} is required (1 to {high} printable characters).", status=400)
+    if value is None or value == "":
+        raise WalletError(E.MISSING, f"{name} is required.", status=400)
+    if not isinstance(value, str) or len(value) > high or not value.isprintable():
+        raise WalletError(E.VARIABLE, f"{name} must be 1 to {high} printable characters.", status=400)
     return value
 
 
@@ -162,10 +191,12 @@ def get_wallet_pay_session(request: Request) -> Response:
 
     body = request.json()
     if not isinstance(body, dict):
-        raise WalletError(400, "The request body must be a JSON object.", status=400)
+        raise WalletError(E.BODY, "The request body must be one JSON object.", status=400)
     try:
         account = authenticate_merchant(body.get("account_id"), body.get("api_accesskey"))
     except VaultError as exc:  # the gateway's 101/102/200 answer, with an HTTP status that says so
+        if exc.status >= 500:
+            raise  # a dependency failed: error 1 (HTTP 500), never an authentication failure
         raise WalletError(exc.code, exc.message, status=401) from None
     display_name = _text(body, "display_name", 64)
     merchant_id = _text(body, "merchant_id", 255)
