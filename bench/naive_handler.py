@@ -3,8 +3,9 @@ Powertools and boto3 pays for init and its first request, making the same AWS ca
 
 It is copied as ``app.py`` into its own function directory and run by cold_start_probe.py like a real function:
 
-* Powertools Logger (``inject_lambda_context``), Tracer (``capture_lambda_handler``; Powertools switches tracing
-  off outside Lambda, so no segment is sent), Metrics (``log_metrics``, one metric per request);
+* Powertools Logger (``inject_lambda_context``), Tracer (``capture_lambda_handler``: on, as in Lambda, since the
+  bench sets Lambda's variables; its segments go to the X-Ray daemon address, loopback UDP where nothing
+  listens), Metrics (``log_metrics``, one metric per request);
 * API Gateway events through ``APIGatewayRestResolver`` (a catch-all route) with the body parsed by the Powertools
   parser (pydantic) through ``ApiGatewayEnvelope``; SQS events through ``BatchProcessor`` +
   ``process_partial_response``; scheduled events straight to the work;
