@@ -285,6 +285,41 @@ def test_a_token_not_issued_under_the_vault_id_is_8116_and_nothing_is_forwarded(
     assert log["error"]["code"] == 8116
 
 
+def test_many_tokens_of_one_field_are_detokenized_in_one_batch(platform, partner, monkeypatch):
+    """Issue 13: N tokens of one field under one vault-id are one detokenize_pairs call (one bfid verification),
+    not one call per token; the target gets every clear value in place, the log none of them."""
+    from vaultcore.tokens import service as tokens
+
+    pans = ["4000056655665556", "5555555555554444", "4111111111111111", "4012888888881881", "378282246310005"]
+    subs = [{"transformationSource": "body", "transformationType": "jsonpath", "transformationPath": "$.cards[*]",
+             "fieldName": "vault_token_card_number"},
+            {"transformationSource": "body", "transformationType": "jsonpath", "transformationPath": "$.again",
+             "fieldName": "vault_token_card_number"}]
+    masks = [{"transformationSource": "body", "transformationType": "jsonpath", "transformationPath": "$.cards[*]",
+              "pattern": "allButFirstSixLastFour"}]
+    with Target() as target:
+        tok_ref = _create(platform, partner, _doc(target.url + "/echo", [_gateway_action("tokenize", subs[:1])]))
+        detok_ref = _create(platform, partner, _doc(target.url + "/echo", [_gateway_action("detokenize", subs)],
+                                                     masks))
+        status, headers, _ = _call(platform, partner, tok_ref, json.dumps({"cards": pans}))
+        assert status == 200
+        sent = json.loads(target.seen[-1]["body"])["cards"]
+        calls: list[int] = []
+        verified: list[str] = []
+        real_pairs, real_verify = tokens.detokenize_pairs, tokens._verify
+        monkeypatch.setattr(tokens, "detokenize_pairs", lambda p, b, pairs: calls.append(len(pairs)) or real_pairs(
+            p, b, pairs))
+        monkeypatch.setattr(tokens, "_verify", lambda *a: verified.append("v") or real_verify(*a))
+        status, _, _ = _call(platform, partner, detok_ref, json.dumps({"cards": sent, "again": sent[0]}),
+                             {"vault-id": headers["vault-id"]})
+        assert status == 200
+        assert json.loads(target.seen[-1]["body"]) == {"cards": pans, "again": pans[0]}
+        assert calls == [6] and verified == ["v"]
+    log = admin(platform, "GET", f"/admin/v1/partners/{partner['partnerId']}/proxy-logs")[1]["logs"][0]
+    assert log["actions"][0]["result"] == "detokenized 6 value(s)"
+    assert not any(pan in json.dumps(log) for pan in pans)
+
+
 # ------------------------------------------------------------------------------------------------ bounded work (issue 12)
 
 #: The classic e-mail pattern of issue 12 (quadratic on a run of local-part characters ending in '@').

@@ -22,6 +22,7 @@ from vaultcore.store.aws import client, ddb_calls, reset_ddb_calls
 from vaultcore.tokens import service
 from vaultcore.tokens.service import (
     TokenServiceError,
+    detokenize_pairs,
     detokenize_values,
     read_stored_tokens,
     tokenize_values,
@@ -315,6 +316,55 @@ def test_a_token_not_issued_under_the_bfid_is_refused_before_ff1(platform, partn
     assert _code(err) == 3003
     # the read step returns only tokens the bfid vouches for
     assert read_stored_tokens(pid, made.bfid) == made.values
+
+
+def test_detokenize_pairs_takes_many_tokens_of_one_field_in_one_call(platform, partner, monkeypatch):
+    """The batch API (the proxy's): one bfid verification for any number of tokens, a field any number of times,
+    results in order; every token is checked (form, tag) before FF1 runs for any, with detokenize_values' codes."""
+    pid = partner["partnerId"]
+    pans = ["4111111111111111", "5555555555554444", "4000056655665556"]
+    first = tokenize_values(pid, "DEMO", [("vault_token_card_number", pans[0]), ("zip", "30301")])
+    bfid, cards = first.bfid, [first.values["vault_token_card_number"]]
+    for pan in pans[1:]:  # more values of the same field: each extends the bfid
+        more = tokenize_values(pid, "DEMO", [("vault_token_card_number", pan)], bfid=bfid)
+        bfid = more.bfid
+        cards.append(more.values["vault_token_card_number"])
+    pairs = [("vault_token_card_number", cards[2]), ("zip", first.values["zip"]),
+             ("vault_token_card_number", cards[0]), ("vault_token_card_number", cards[1]),
+             ("vault_token_card_number", cards[0])]
+    verified: list[str] = []
+    real_verify = service._verify
+    monkeypatch.setattr(service, "_verify", lambda *a: verified.append("v") or real_verify(*a))
+    ff1_calls: list[str] = []
+    real_ff1 = service.detokenize_value
+    monkeypatch.setattr(service, "detokenize_value", lambda *a, **k: ff1_calls.append("ff1") or real_ff1(*a, **k))
+    assert detokenize_pairs(pid, bfid, pairs) == [pans[2], "30301", pans[0], pans[1], pans[0]]
+    assert verified == ["v"] and len(ff1_calls) == 4  # one verification; the repeated token inverted once
+    assert detokenize_pairs(pid, bfid, []) == []
+    # detokenize_values is the same implementation (one field at most once: a mapping)
+    assert detokenize_values(pid, bfid, {"zip": first.values["zip"]}) == {"zip": "30301"}
+
+    ff1_calls.clear()
+    other = tokenize_values(pid, "DEMO", [("vault_token_card_number", "4012888888881881")])
+    for bad, code in (((("vault_token_card_number", other.values["vault_token_card_number"])), 3015),
+                      (("vault_token_card_number", "not-a-card-token"), 3003),
+                      (("no_such_field", cards[0]), 3002)):
+        with pytest.raises(TokenServiceError) as err:
+            detokenize_pairs(pid, bfid, [*pairs, bad])  # one bad pair last, after good ones
+        assert _code(err) == code
+    assert ff1_calls == []  # nothing was inverted: every pair is checked first
+    with pytest.raises(TokenServiceError) as err:
+        detokenize_pairs(pid, other.bfid, pairs)  # the first bfid's tokens under another bfid
+    assert _code(err) == 3015
+    with pytest.raises(TokenServiceError) as err:
+        detokenize_pairs(pid, bfid[:-2] + ("AA" if bfid[-2:] != "AA" else "BB"), pairs)
+    assert _code(err) == 3010
+    for malformed in ({"vault_token_card_number": cards[0]}, "abc", [("vault_token_card_number",)],
+                      [("vault_token_card_number", 1)], None):
+        with pytest.raises(TokenServiceError) as err:
+            detokenize_pairs(pid, bfid, malformed)
+        assert _code(err) == 3021
+    assert ff1_calls == []
 
 
 def test_version_1_bfids_keep_detokenizing_without_the_tag_check(platform, partner):

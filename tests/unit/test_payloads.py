@@ -290,6 +290,82 @@ def test_json_round_trip(value):
     assert parse_json_bounded(json.dumps(value).encode()) == value
 
 
+def _walk_depth_and_longest(value) -> tuple[int, int]:
+    """The reference: depth and longest array by walking the parsed value (what the checks on the text replace)."""
+    depth = longest = 0
+    stack = [(value, 1)] if isinstance(value, list | dict) else []
+    while stack:
+        node, level = stack.pop()
+        depth = max(depth, level)
+        children = node if isinstance(node, list) else list(node.values())
+        if isinstance(node, list):
+            longest = max(longest, len(node))
+        stack.extend((child, level + 1) for child in children if isinstance(child, list | dict))
+    return depth, longest
+
+
+# Strings full of what the structure scan must see through: brackets, commas, quotes, backslashes, escapes.
+_tricky_text = st.text(alphabet='[]{},:"\\ a\u00e9\n\u2028', max_size=8)
+tricky_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | _tricky_text,
+    lambda children: st.lists(children, max_size=6) | st.dictionaries(_tricky_text, children, max_size=4),
+    max_leaves=40,
+)
+
+
+@given(tricky_json, st.booleans(), st.integers(min_value=1, max_value=7))
+def test_json_depth_and_array_caps_are_exact_on_the_text(value, ascii_only, cap):
+    """The caps are read on the text (brackets and commas outside strings): exactly what a walk of the parsed
+    value finds, for every depth and array cap."""
+    from vaultcore.net.payloads import json_depth
+
+    data = json.dumps(value, ensure_ascii=ascii_only).encode()
+    depth, longest = _walk_depth_and_longest(value)
+    assert json_depth(data) == depth
+    for max_depth in (depth - 1, depth):
+        for max_array in (cap, longest, longest + 1):
+            if max_array < 1:
+                continue
+            expected = ("nested too deeply" if depth > max_depth else
+                        "array is too long" if longest > max_array else None)
+            if expected is None:
+                assert parse_json_bounded(data, max_depth=max_depth, max_array=max_array) == value
+            else:
+                with pytest.raises(PayloadError, match=expected):
+                    parse_json_bounded(data, max_depth=max_depth, max_array=max_array)
+
+
+def test_json_array_cap_counts_elements_not_commas():
+    # 10,000 elements in one array, and many more commas in all (objects, other arrays): accepted.
+    body = {"a": list(range(10_000)), "b": [{"x": 1, "y": 2, "z": [1, 2, 3]} for _ in range(5_000)],
+            "c": "," * 20_000}
+    assert parse_json_bounded(json.dumps(body).encode()) == body
+    body["b"][4_000]["z"] = list(range(10_001))  # one over, deep inside
+    with pytest.raises(PayloadError, match="array is too long"):
+        parse_json_bounded(json.dumps(body).encode())
+    with pytest.raises(PayloadError, match="array is too long"):
+        parse_json_bounded(b"[[]," + b"[]," * 10_000 + b"[]]")  # 10,002 elements, each an empty array
+
+
+def test_json_array_cap_zero_allows_empty_arrays_only():
+    assert parse_json_bounded(b'{"a": [], "b": {}}', max_array=0) == {"a": [], "b": {}}
+    with pytest.raises(PayloadError, match="array is too long"):
+        parse_json_bounded(b'{"a": [[]]}', max_array=0)
+
+
+def test_json_checks_on_a_large_body_cost_less_than_its_parse():
+    # A 1 MiB body of small containers (the shape the former walk of the value was slowest on).
+    body = json.dumps([[{"k": [0, 1]}] * 40 for _ in range(1_500)]).encode()
+    assert len(body) < 1_048_576
+    started = time.perf_counter()
+    parse_json_bounded(body)
+    bounded = time.perf_counter() - started
+    started = time.perf_counter()
+    json.loads(body.decode())
+    plain = time.perf_counter() - started
+    assert bounded < 3 * plain + 0.05
+
+
 # ---------------------------------------------------------------------------------------------- forms
 
 

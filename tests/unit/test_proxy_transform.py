@@ -256,6 +256,37 @@ def test_masked_view_masks_clear_paths_scrubs_and_redacts():
     assert logged["cvv2"] == "[REDACTED]" and view["url"] == "http://t/x?q=476173******0010"
 
 
+@pytest.mark.parametrize("content_type, body, written, masks", [
+    ("application/json", json.dumps({"card": {"pan": "tok", "cvv": 123}, "name": "JOHN SMITH", "n": [1, {"a": "b"}]}),
+     ("jsonpath", "$.card.pan"), [("jsonpath", "$.card"), ("jsonpath", "$.name"), ("regex", "SMITH"),
+                                  ("jsonpath", "$.n[*]")]),
+    ("application/xml", '<p><card type="v"><pan>tok</pan></card><name>JOHN SMITH</name>x<b/>tail</p>',
+     ("xpath", "/p/card/pan/text()"), [("xpath", "/p/card/@type"), ("xpath", "/p/name/text()"),
+                                        ("xpath", "/p/text()"), ("regex", "SMITH"), ("xpath", "/p/card/pan")]),
+    ("application/x-www-form-urlencoded", "pan=tok&name=JOHN+SMITH&name=JANE",
+     ("jsonpath", "$.pan"), [("jsonpath", "$.name[*]"), ("jsonpath", "$.pan"), ("regex", "JANE")]),
+])
+def test_log_masks_on_a_borrowed_body_leave_the_forwarded_body_as_it_was(content_type, body, written, masks):
+    """The request's log view masks the forwarded body's own tree (no copy, no second parse) and undoes its
+    writes: the view is masked, the body to forward and its tree are exactly as before."""
+    m = _message(body, content_type)
+    assert _set_all(m, "body", written[0], written[1], lambda v: PAN) == 1  # a detokenization
+    forwarded = m.body.to_bytes()
+    view_body = m.body.borrow()
+    assert view_body.tree() is m.body.tree() and view_body.to_bytes() == forwarded  # shared, not re-parsed
+    view_message = Message(headers=m.headers, query=[], body=view_body)
+    plan = [(compile_path("body", type_, path), clear_mask) for type_, path in [written, *masks]]
+    try:
+        view = masked_view(view_message, masks=[], clear_paths=[p for p, _m in plan], scrub=Scrubber([PAN]),
+                           url="http://t/x", method="POST")
+    finally:
+        view_body.restore()
+    assert PAN not in view["body"] and "SMITH" not in view["body"] and "bodyOmitted" not in view
+    assert m.body.to_bytes() == forwarded  # what is sent is what was serialized before the masks
+    m.body.tree_changed()  # serialize the (restored) tree again: the same bytes
+    assert m.body.to_bytes() == forwarded and PAN in forwarded.decode()
+
+
 # ------------------------------------------------------------------------------------------------ parser action
 
 CARD = Card(pan=PAN, expiry="2512", name="SMITH/JOHN", cvv="123")

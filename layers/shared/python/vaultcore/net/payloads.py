@@ -46,10 +46,17 @@ __all__ = [
 
 DEFAULT_MAX_BYTES = 1_048_576
 
-# JSON strings are removed before counting brackets, so a "[" inside a value is not nesting.
-_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+# The structure of JSON text: escapes are dropped (a JSON escape is always a backslash and one character, the
+# "u" of \uXXXX included), then everything but quotes, brackets and commas; what lies between two quotes was a
+# string. What is left is exactly the text's brackets and commas outside strings, in order (bytes.translate,
+# bytes.replace and re.sub run in C: no Python work per value).
+_KEEP_STRUCTURE = b'"[]{},'
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in _KEEP_STRUCTURE)
+_ESCAPE = re.compile(rb"\\.", re.DOTALL)
+_STRING = re.compile(rb'"[^"]*"')
 _DEPTH_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+# A container holding no container: an array is "[" + one comma per element after the first + "]".
+_INNERMOST = re.compile(rb"\[,*\]|\{,*\}")
 # A \uD800-\uDFFF escape: the only way a lone surrogate gets into decoded JSON text (raw UTF-8 cannot carry one;
 # a well-formed pair decodes to one code point, only an unpaired one survives as a surrogate).
 _SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
@@ -99,11 +106,13 @@ def parse_json_bounded(
     """Parse a JSON body, or raise :class:`PayloadError`.
 
     ``max_depth`` counts nested arrays/objects (``[]`` is depth 1); ``max_array`` is the largest allowed
-    array length (objects with many members are bounded by ``max_bytes``).
+    array length (objects with many members are bounded by ``max_bytes``). Both are read on the text's structure
+    (:func:`json_depth`), which is exact for valid JSON: no walk over the parsed value.
     """
     data = _to_bytes(body, max_bytes)
+    structure = _structure(data)
     # Depth is checked on the raw text first, so the decoder never recurses deeper than max_depth.
-    if json_depth(data) > max_depth:
+    if _depth(structure) > max_depth:
         raise PayloadError("JSON body is nested too deeply.")
     try:
         # RFC 8259: JSON exchanged between systems is UTF-8; json.loads(bytes) would also guess UTF-16/32.
@@ -113,18 +122,74 @@ def parse_json_bounded(
     except (ValueError, RecursionError):
         # ValueError covers JSONDecodeError, UnicodeDecodeError and over-long integer literals.
         raise PayloadError("JSON body is invalid.") from None
-    _check_json_shape(value, max_depth, max_array)
-    if _SURROGATE_ESCAPE.search(data) and find_lone_surrogate(value):
+    if _array_over(structure, max_array) if max_array > 0 else _has_element(value):
+        raise PayloadError("JSON array is too long.")
+    if b"\\u" in data and _SURROGATE_ESCAPE.search(data) and find_lone_surrogate(value):
         # RFC 8259 §8.2: such a string cannot be encoded as UTF-8; forwarding or storing it would fail later.
         raise PayloadError("JSON body holds a lone surrogate.")
     return value
 
 
+def _structure(data: bytes) -> bytes:
+    """The brackets and commas of JSON text outside its strings, in order (exact for valid JSON; for other text a
+    sequence the decoder refuses anyway, and exact up to the point where the text stops being valid, so a decoder
+    never nests deeper than :func:`json_depth` says)."""
+    if b"\\" in data:
+        data = _ESCAPE.sub(b"", data)
+    # Two adjacent quotes are an empty string or the end of one string and the start of the next (what separated
+    # them was no structure): dropping them changes nothing outside strings, and leaves few quotes to pair.
+    kept = data.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' not in kept:
+        return kept
+    return _STRING.sub(b"", kept).replace(b'"', b"")  # an unpaired quote: text the decoder refuses
+
+
+def _depth(structure: bytes) -> int:
+    brackets = structure.replace(b",", b"")
+    return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets))) if brackets else 0
+
+
+@lru_cache(maxsize=8)
+def _long_array(max_array: int) -> re.Pattern[bytes]:
+    return re.compile(rb"\[,{%d,}\]" % max_array)  # an array of more than max_array elements, holding no container
+
+
+def _array_over(structure: bytes, max_array: int) -> bool:
+    """Whether an array of the (valid) JSON text whose :func:`_structure` this is has more than ``max_array`` (at
+    least 1) elements. Innermost containers are dropped level by level (as many passes as the depth, already
+    bounded), each array being checked once it holds no container any more: its commas then count its elements.
+    With fewer commas in all than ``max_array``, no array can be over it."""
+    if structure.count(b",") < max_array:
+        return False
+    too_long = _long_array(max_array)
+    while structure:
+        if too_long.search(structure):
+            return True
+        inner = _INNERMOST.sub(b"", structure)
+        if len(inner) == len(structure):
+            return False  # unbalanced: not valid JSON (the decoder refused it already)
+        structure = inner
+    return False
+
+
+def _has_element(value: Any) -> bool:
+    """Whether a decoded JSON value holds a non-empty array (``max_array`` 0: the structure cannot tell ``[]`` from
+    ``[1]``)."""
+    stack = [value]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            if node:
+                return True
+        elif isinstance(node, dict):
+            stack.extend(node.values())
+    return False
+
+
 def json_depth(data: bytes) -> int:
     """The deepest nesting of arrays/objects in JSON text, counted on the bytes (``[]`` is 1): strings are
-    blanked first, then bytes.translate and itertools.accumulate run in C, with no recursion."""
-    brackets = _JSON_STRING.sub(b'""', data).translate(None, _NOT_BRACKETS)
-    return max(accumulate(map(_DEPTH_STEP.__getitem__, brackets))) if brackets else 0
+    dropped first (:func:`_structure`), then bytes.replace and itertools.accumulate run in C, with no recursion."""
+    return _depth(_structure(data))
 
 
 def find_lone_surrogate(value: Any) -> bool:
@@ -143,24 +208,6 @@ def find_lone_surrogate(value: Any) -> bool:
         elif isinstance(node, list):
             stack.extend(node)
     return False
-
-
-def _check_json_shape(value: Any, max_depth: int, max_array: int) -> None:
-    # Iterative walk (no recursion): the pre-scan bounds depth, this re-checks it on the parsed value and
-    # bounds each array's length.
-    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, list | dict) else []
-    while stack:
-        node, depth = stack.pop()
-        if depth > max_depth:
-            raise PayloadError("JSON body is nested too deeply.")
-        if isinstance(node, list):
-            if len(node) > max_array:
-                raise PayloadError("JSON array is too long.")
-            children: Iterable[Any] = node
-        else:
-            children = node.values()
-        stack.extend((child, depth + 1) for child in children if isinstance(child, list | dict))
-    return None
 
 
 # --------------------------------------------------------------------------------------------------------------

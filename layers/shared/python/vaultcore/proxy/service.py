@@ -224,7 +224,7 @@ def _typed_like(original: Any, new: str) -> Any:
 
 
 def _rounds(names: list[str]) -> list[list[int]]:
-    """Indices grouped so that no field name repeats within a group (the token API maps name -> value)."""
+    """Indices grouped so that no field name repeats within a group (a tokenization maps name -> value)."""
     seen: dict[str, int] = {}
     groups: list[list[int]] = []
     for i, name in enumerate(names):
@@ -528,8 +528,9 @@ class ActionRunner:
 
     def _detokenize(self, action: ActionSpec, names: list[str], tokens: list[str]) -> list[str]:
         """Clear values with the request's ``vault-id`` (a response action: the bfid this exchange issued, else the
-        request's ``vault-id``)."""
-        from vaultcore.tokens.service import detokenize_values
+        request's ``vault-id``): one batch call for all the action's tokens, whatever their fields (the bfid
+        verified once, every token checked before any clear value is made)."""
+        from vaultcore.tokens.service import detokenize_pairs
 
         if action.phase == "response" and self.vault_id_out:
             vault_id = self.vault_id_out
@@ -540,17 +541,12 @@ class ActionRunner:
                                    code=E.VAULT_ID_INVALID)
             if len(vault_id) > _MAX_VAULT_ID or not vault_id.isascii():
                 raise E.ProxyError("The vault-id header is not valid.", code=E.VAULT_ID_INVALID)
-        results: list[str] = [""] * len(names)
-        for group in _rounds(names):
-            try:
-                clear = detokenize_values(self.partner_id, vault_id, {names[i]: tokens[i] for i in group})
-            except VaultError as exc:
-                if _upstream_error(exc):
-                    raise _wrap_token_error(exc) from None
-                raise
-            for i in group:
-                results[i] = clear[names[i]]
-        return results
+        try:
+            return detokenize_pairs(self.partner_id, vault_id, list(zip(names, tokens, strict=True)))
+        except VaultError as exc:
+            if _upstream_error(exc):
+                raise _wrap_token_error(exc) from None
+            raise
 
     def _decrypt(self) -> Any:
         if self._card is None:
@@ -805,8 +801,9 @@ class _Exchange:
             headers.extend(auth_headers)
             self.url = _target_url(config, message.query)
         with self.timer.phase("log"):
-            # The request's log masks run now, on a copy of what is forwarded: their pattern work shares the
-            # request's budget, and a request whose log cannot be masked in time is refused, not forwarded.
+            # The request's log masks run now, on what is forwarded (its tree borrowed, their writes undone): their
+            # pattern work shares the request's budget, and a request whose log cannot be masked in time is
+            # refused, not forwarded.
             view = self._request_view(None, body)
         if "maskError" in view:
             raise E.ProxyError(f"{view['maskError']['message'].rstrip('.')} (requestMasks). The request was not "
@@ -865,8 +862,9 @@ class _Exchange:
 
     def _request_view(self, error: dict[str, Any] | None, forwarded: bytes | None) -> dict[str, Any]:
         """The request as logged, masked: built once, before forwarding (``forwarded``: the body as sent; the
-        masks work on a copy), or at log time when the exchange failed earlier. Clear values the exchange
-        handled after it was built (response actions) are scrubbed from it then."""
+        masks write into its parsed tree, borrowed, and undo their writes), or at log time when the exchange failed
+        earlier. Clear values the exchange handled after it was built (response actions) are scrubbed from it
+        then."""
         config, message = self.config, self.message
         assert message is not None
         if self.request_view is not None:
@@ -884,15 +882,21 @@ class _Exchange:
         for name in self.redact:  # show that an authorization was sent, never its value
             headers[name] = "[REDACTED]"
         if forwarded is None:
-            request_message = Message(headers=headers, query=message.query, body=message.body)
+            body = message.body
+            request_message = Message(headers=headers, query=message.query, body=body)
         else:
+            # The masks work on the forwarded body's own tree (no copy, no second parse), then undo their writes.
+            body = message.body.borrow()
             request_message = Message(headers=headers, query=list(message.query), query_form=message.query_form,
-                                      body=Body(forwarded, message.body.kind, max_bytes=message.body.max_bytes))
+                                      body=body)
         self._view_scrubbed = len(self.runner.sensitive)
-        self.request_view = proxy_logs.masked_view(
-            request_message, masks=config.request_masks, clear_paths=clear_paths,
-            scrub=proxy_logs.Scrubber(self.runner.sensitive), redact_headers=redact, url=config.target,
-            method=config.method.upper())
+        try:
+            self.request_view = proxy_logs.masked_view(
+                request_message, masks=config.request_masks, clear_paths=clear_paths,
+                scrub=proxy_logs.Scrubber(self.runner.sensitive), redact_headers=redact, url=config.target,
+                method=config.method.upper())
+        finally:
+            body.restore()
         return self.request_view
 
     def _response_view(self, scrub: proxy_logs.Scrubber) -> dict[str, Any]:

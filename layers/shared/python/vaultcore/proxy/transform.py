@@ -328,6 +328,24 @@ class Body:
         self._has_tree = False
         self._text: str | None = None
         self._bytes: bytes | None = None  # the last serialization, reused until the body changes again
+        #: Writes to a borrowed tree, to undo (:meth:`borrow`); None for a body that owns its tree.
+        self.journal: list[tuple[Any, ...]] | None = None
+
+    def borrow(self) -> Body:
+        """A body over this one's current content and parsed tree, neither copied nor parsed again (log masks over
+        what is forwarded: :mod:`vaultcore.proxy.logs`). Its slots journal every write to the shared tree;
+        :meth:`restore` undoes them, leaving this body as it was. Without a current tree (a body that is not
+        JSON, XML or form, or that a regex rewrote) it is a new body over the same bytes."""
+        twin = Body(self.to_bytes(), self.kind, max_bytes=self.max_bytes)
+        if self._has_tree:
+            twin._tree, twin._has_tree, twin.journal = self._tree, True, []
+        return twin
+
+    def restore(self) -> None:
+        """Undo the writes a borrowed body made to the tree it shares (newest first)."""
+        journal, self.journal = self.journal, None
+        for entry in reversed(journal or ()):
+            _undo(entry)
 
     # -- views -----------------------------------------------------------------------------------------------
 
@@ -545,6 +563,18 @@ class Slot:
         return _scalar_text(self.value)
 
 
+def _undo(entry: tuple[Any, ...]) -> None:
+    kind, target, key, old = entry
+    if kind == "json":
+        target[key] = old
+    elif kind == "text":
+        target.text = old
+    elif kind == "tail":
+        target.tail = old
+    else:
+        target.set(key, old)
+
+
 class _JsonSlot(Slot):
     __slots__ = ("container", "key", "value", "body")
 
@@ -555,6 +585,8 @@ class _JsonSlot(Slot):
     def set(self, value: Any) -> None:
         if self.body.kind == "form" and not isinstance(value, str):
             value = _scalar_text(value)
+        if self.body.journal is not None:
+            self.body.journal.append(("json", self.container, self.key, self.container[self.key]))
         self.container[self.key] = value
         self.value = value
         self.body.tree_changed()
@@ -568,6 +600,10 @@ class _XmlSlot(Slot):
 
     def set(self, value: Any) -> None:
         text = _scalar_text(value)
+        if self.body.journal is not None:
+            node = self.node
+            old = node.text if self.mode == "text" else node.tail if self.mode == "tail" else node.get(self.attr)
+            self.body.journal.append((self.mode, node, self.attr, old))
         if self.mode == "text":
             self.node.text = text
         elif self.mode == "tail":

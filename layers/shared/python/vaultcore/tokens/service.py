@@ -3,7 +3,8 @@
 * :func:`tokenize_values`: clear values → tokens under a new (or a given, verified) bfid; optionally stores the
   tokens (never the values) in the Tokens table for the gateway's one-hour read step.
 * :func:`detokenize_values`: bfid + tokens → clear values (no public endpoint: clear data leaves the platform
-  only toward configured proxy targets and the gateway).
+  only toward configured proxy targets and the gateway); :func:`detokenize_pairs`, its batch form (any number
+  of tokens per field, one bfid verification), is the one implementation.
 * :func:`read_stored_tokens`: the gateway's bfid-only read step.
 * :func:`template_for`: the template a tokenization would use (the endpoint fills card fields from it).
 
@@ -83,8 +84,8 @@ from vaultcore.tokens.template_store import StoredTemplate
 from vaultcore.tokens.templates import Template, TemplateError, TemplateField
 from vaultcore.tokens.validation import ValueRuleError, check_value
 
-__all__ = ["TokenizeResult", "TokenServiceError", "tokenize_values", "detokenize_values", "read_stored_tokens",
-           "template_for", "READ_WINDOW_SECONDS", "reset_caches"]
+__all__ = ["TokenizeResult", "TokenServiceError", "tokenize_values", "detokenize_values", "detokenize_pairs",
+           "read_stored_tokens", "template_for", "READ_WINDOW_SECONDS", "reset_caches"]
 
 #: The gateway's read-and-detokenize window (spec Limits: one hour from data capture).
 READ_WINDOW_SECONDS = 3600
@@ -277,31 +278,75 @@ def detokenize_values(partner_id: str, bfid: str, tokens: dict[str, str]) -> dic
     The bfid is verified first (3010). Then, per field: not in the template 3002, irreversible 3012, outside
     its active window 3013, malformed token 3003/3004, and (version-2 and -3 bfids) a token the bfid holds no matching
     tag for 3015, checked before FF1 is inverted. An empty ``tokens`` returns ``{}`` (after verifying).
+    One field at most once: :func:`detokenize_pairs` takes any number of tokens per field.
     """
     info, keys, stored = _verify(partner_id, bfid)
     if not isinstance(tokens, Mapping):
         raise TokenServiceError("tokens must map field names to tokens.", code=VALUES_ENTRY)
+    names = list(tokens)
+    clear = _detokenize_verified(partner_id, info, keys, stored, list(tokens.items()),
+                                 "tokens must map field names to tokens.")
+    return dict(zip(names, clear, strict=True))
+
+
+def detokenize_pairs(partner_id: str, bfid: str, pairs: Iterable[tuple[str, str]]) -> list[str]:
+    """Clear values of ``pairs`` (``(field name, token)``, a field any number of times), in their order.
+
+    The batch form of :func:`detokenize_values`, with its checks and codes: the bfid is verified once (3010), then
+    every pair is checked (3002, 3012, 3013, 3003/3004, 3015) before FF1 is inverted for any of them, so one
+    refused token yields no clear value at all. The same token in the same field is inverted once. An empty
+    ``pairs`` returns ``[]`` (after verifying).
+    """
+    info, keys, stored = _verify(partner_id, bfid)
+    message = "tokens must be a list of field name and token pairs."
+    if pairs is None or isinstance(pairs, str | bytes | Mapping):
+        raise TokenServiceError(message, code=VALUES_ENTRY)
+    try:
+        items = list(pairs)
+    except TypeError:
+        raise TokenServiceError(message, code=VALUES_ENTRY) from None
+    return _detokenize_verified(partner_id, info, keys, stored, items, message)
+
+
+def _detokenize_verified(partner_id: str, info: BfidInfo, keys: token_keys.TokenKeys, stored: StoredTemplate,
+                         items: list[object], message: str) -> list[str]:
+    """Check every ``(name, token)`` of ``items`` under the verified bfid ``info``, then invert FF1 for each."""
     now = clock.now()
+    template = stored.template
+    fields: dict[str, tuple[TemplateField, int]] = {}
     checked: list[tuple[TemplateField, str]] = []
-    for name, token in tokens.items():
-        if not isinstance(name, str) or not isinstance(token, str):
-            raise TokenServiceError("tokens must map field names to tokens.", code=VALUES_ENTRY)
-        f = _field(stored.template, name)
-        try:
-            check_token(f, token, issued_at=info.issued_at, now=now)
-        except TokenError as exc:
-            raise _engine_error(exc) from None
-        if not _issued(keys, info, stored.template, name, token):
-            raise _not_issued(name)
+    vouched: set[tuple[str, str]] = set()
+    for item in items:
+        if not (isinstance(item, tuple | list) and len(item) == 2 and isinstance(item[0], str)
+                and isinstance(item[1], str)):
+            raise TokenServiceError(message, code=VALUES_ENTRY)
+        name, token = item
+        known = fields.get(name)
+        if known is None:
+            f = _field(template, name)
+            known = fields[name] = (f, _field_index(template, name))
+        f, index = known
+        if (name, token) not in vouched:
+            try:
+                check_token(f, token, issued_at=info.issued_at, now=now)
+            except TokenError as exc:
+                raise _engine_error(exc) from None
+            if not token_issued(keys.tag_key, info, index, name, token):
+                raise _not_issued(name)
+            vouched.add((name, token))
         checked.append((f, token))
     # Every token is checked before FF1 runs for any of them: one refused token and no clear value is made.
-    out: dict[str, str] = {}
+    clear: dict[tuple[str, str], str] = {}
+    out: list[str] = []
     for f, token in checked:
-        try:
-            out[f.name] = detokenize_value(keys.ff1_key, info.scope, f, token, issued_at=info.issued_at, now=now,
-                                           bfid_version=info.version)
-        except TokenError as exc:
-            raise _engine_error(exc) from None
+        value = clear.get((f.name, token))
+        if value is None:
+            try:
+                value = clear[(f.name, token)] = detokenize_value(
+                    keys.ff1_key, info.scope, f, token, issued_at=info.issued_at, now=now, bfid_version=info.version)
+            except TokenError as exc:
+                raise _engine_error(exc) from None
+        out.append(value)
     _log.info("tokens detokenized", extra={"partner_id": partner_id, "count": len(out), "event": "detokenize"})
     metrics.values_detokenized(len(out))
     return out
