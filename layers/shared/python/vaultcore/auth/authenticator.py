@@ -146,7 +146,7 @@ def _verify_hmac(request: Request, header: str) -> AuthenticatedPartner:
     if not claim_nonce(partner.partner_id, creds.nonce, now, expires_at):
         raise attempt.fail("nonce reused")
     if form != "issued":
-        log.info("hmac signed with the legacy decoded key form", extra={"partnerId": partner.partner_id})
+        log.info("hmac signed with the legacy decoded key form", extra={"partner_id": partner.partner_id})
     return AuthenticatedPartner(partner, "hmac")
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "named_headers",
     "message_paths",
     "sample_response",
+    "sample_body",
 ]
 
 #: The HTTP client's response cap (vaultcore.net.http): a response body the actions parse is bounded by it.
@@ -120,13 +121,17 @@ def sample_response(raw: Any) -> tuple[int, list[tuple[str, str]], bytes]:
                                                     for k, v in headers_raw.items()):
         raise ValidationError("response.headers must be an object of strings.", code=E.CONFIG_INVALID)
     headers = [(k.lower(), v) for k, v in headers_raw.items()]
-    body_raw = raw.get("body")
-    if body_raw is None:
-        body = b""
-    elif isinstance(body_raw, str):
-        body = body_raw.encode("utf-8")
-    else:
-        body = json.dumps(body_raw).encode("utf-8")
-        if not any(k == "content-type" for k, _v in headers):
-            headers.append(("content-type", "application/json"))
+    body, is_json = sample_body(raw.get("body"))
+    if is_json and not any(k == "content-type" for k, _v in headers):
+        headers.append(("content-type", "application/json"))
     return status, headers, body
+
+
+def sample_body(value: Any) -> tuple[bytes, bool]:
+    """A dry run's sample body (request or response): None is empty, a string is sent as its UTF-8 bytes, any
+    other JSON value is serialised; the flag says the body was a JSON value (so it defaults to application/json)."""
+    if value is None:
+        return b"", False
+    if isinstance(value, str):
+        return value.encode("utf-8"), False
+    return json.dumps(value).encode("utf-8"), True

@@ -938,8 +938,6 @@ class _Exchange:
 
 
 def _sample_message(sample: dict[str, Any]) -> tuple[Message, dict[str, str]]:
-    import json
-
     from vaultcore.errors import ValidationError
 
     allowed = {"headers", "query", "body", "response"}
@@ -959,13 +957,8 @@ def _sample_message(sample: dict[str, Any]) -> tuple[Message, dict[str, str]]:
     else:
         raise ValidationError("query must be an object or a list of [name, value] pairs.", code=E.CONFIG_INVALID)
     headers = {k.lower(): v for k, v in headers_raw.items()}
-    body_raw = sample.get("body")
-    if body_raw is None:
-        body = b""
-    elif isinstance(body_raw, str):
-        body = body_raw.encode("utf-8")
-    else:
-        body = json.dumps(body_raw).encode("utf-8")
+    body, is_json = response_actions.sample_body(sample.get("body"))
+    if is_json:
         headers.setdefault("content-type", "application/json")
     return (Message(headers=Headers(headers), query=query, body=Body(body, body_kind(headers.get("content-type"), body))),
             headers)
