@@ -3,8 +3,9 @@
     python3.13 cold_start_probe.py APP_PY EVENTS_JSON RESULT_JSON
 
 Times what Lambda's init does (import ``app.py``) and the first request, then sends the remaining events as warm
-requests and counts each one's AWS calls with botocore ``before-call`` event hooks on every client the process
-holds. With ``COLD_START_RECORD=1`` it also records the first request's calls (service, operation, parameters) so
+requests and counts each one's AWS calls with ``before-call`` event hooks on every client the process holds
+(botocore's, and vaultcore's JSON-protocol clients, which emit the same events). With ``COLD_START_RECORD=1`` it
+also records the first request's calls (service, operation, parameters) so
 the naive handler can make the same ones. The result goes to a file: the handler's log lines go to stdout.
 """
 
@@ -63,6 +64,17 @@ def _install_recorder(recorded: list) -> None:
         return original(self, operation_name, api_params)
 
     BaseClient._make_api_call = make_api_call
+    try:
+        from vaultcore.store.aws_json import JsonServiceClient
+    except ImportError:  # the naive handler's tree has no vaultcore
+        return
+    json_call = JsonServiceClient.call
+
+    def call(self, operation, params):
+        recorded.append({"service": self.service, "operation": operation, "params": _jsonable(dict(params))})
+        return json_call(self, operation, params)
+
+    JsonServiceClient.call = call
 
 
 def _status(out) -> object:
@@ -107,7 +119,8 @@ def main() -> int:
             calls.append(f"{model.service_model.service_name}.{model.name}")
 
         for obj in gc.get_objects():
-            if isinstance(obj, BaseClient):
+            # botocore clients, and vaultcore's JSON-protocol clients (the same before-call event names)
+            if isinstance(obj, BaseClient) or type(obj).__name__ == "JsonServiceClient":
                 obj.meta.events.register("before-call", count, unique_id="cold-start-probe")
         for event in events[1:]:
             calls.clear()

@@ -37,6 +37,9 @@ def platform(monkeypatch):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    # In-process moto patches botocore's HTTP layer: these tests use botocore clients. The JSON-protocol client
+    # is exercised over real HTTP against moto servers (tests/integration/test_aws_json_client.py, the e2e suite).
+    monkeypatch.setenv("VAULT_AWS_SDK", "botocore")
     saved = dict(os.environ)
     with mock_aws():
         from local.runner import Platform

@@ -1,6 +1,8 @@
 """What Lambda's init does is a tested property (issue 13; STYLE.md): importing a function's ``app.py`` imports its
-route and creates its AWS clients on one botocore session (no network call), so the first request pays for
-neither; boto3, Powertools and pydantic are never imported, and the rarely used heavy modules (lxml for XML
+route and creates its AWS clients (no network call), so the first request pays for neither. With credentials
+and a region in the environment (as in Lambda) the clients are vaultcore's JSON-protocol clients and botocore is not
+imported at all; with ``VAULT_AWS_SDK=botocore`` they share one botocore session. boto3, Powertools and pydantic are
+never imported, and the rarely used heavy modules (lxml for XML
 bodies; jsonpath_ng and regex outside the proxy) stay lazy. No timings here: bench/bench_cold_start.py measures
 init + first request against a naive handler."""
 
@@ -23,10 +25,13 @@ import gc, importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("app", sys.argv[1])
 mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mod)
-import botocore.session
+modules = sorted(sys.modules)
 from vaultcore.store.aws import created_clients
-print(json.dumps({"modules": sorted(sys.modules), "clients": sorted(created_clients()),
-                  "sessions": sum(isinstance(o, botocore.session.Session) for o in gc.get_objects()),
+sessions = 0
+if "botocore.session" in sys.modules:
+    sessions = sum(isinstance(o, sys.modules["botocore.session"].Session) for o in gc.get_objects())
+print(json.dumps({"modules": modules, "clients": sorted(created_clients()), "sessions": sessions,
+                  "kinds": sorted({type(c).__name__ for c in created_clients().values()}),
                   "handler": callable(mod.lambda_handler)}))
 """
 # No network call happens while clients are created; fake credentials keep botocore from looking further.
@@ -35,9 +40,9 @@ ENV = {"PYTHONPATH": str(ROOT / "layers" / "shared" / "python"), "PATH": "/usr/b
        "AWS_EC2_METADATA_DISABLED": "true"}
 
 
-def _init(app: Path) -> dict:
+def _init(app: Path, **extra_env: str) -> dict:
     out = subprocess.run([sys.executable, "-c", PROBE, str(app)], capture_output=True, text=True, check=True,
-                         env=ENV)
+                         env={**ENV, **extra_env})
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -63,10 +68,19 @@ def test_init_imports_the_route_and_creates_the_clients(app):
     assert result["handler"]
     assert services, "app.py names the AWS clients its function uses (aws=...)"
     assert set(result["clients"]) == {s for s in services if not s.endswith("@prod")}  # ENVIRONMENT: cert
-    assert result["sessions"] == 1  # one botocore session per container
+    assert result["kinds"] == ["JsonServiceClient"]  # every service these functions call at cert
+    assert result["sessions"] == 0 and "botocore" not in roots, "botocore is not imported at init"
     if route:
         assert route in loaded
     assert modules <= loaded
     assert not roots & NEVER, roots & NEVER
     if app.parent.name != "proxy":
         assert not roots & PROXY_ONLY, roots & PROXY_ONLY
+
+
+@pytest.mark.parametrize("function", ["parser", "postback"])
+def test_with_botocore_chosen_the_clients_share_one_session(function):
+    result = _init(ROOT / "functions" / function / "app.py", VAULT_AWS_SDK="botocore")
+    assert result["clients"] and result["kinds"] != ["JsonServiceClient"]
+    assert result["sessions"] == 1  # one botocore session per container
+    assert not {m.split(".")[0] for m in result["modules"]} & NEVER

@@ -29,7 +29,7 @@ _registered: list[Any] = []  # the snapshot_restore_py module the hooks went to 
 
 
 def init(modules: Iterable[str] = (), aws: Iterable[str] = ()) -> None:
-    """Import ``modules``, create the ``aws`` clients (one botocore session) and register the snapshot hooks."""
+    """Import ``modules``, create the ``aws`` clients (vaultcore.store.aws) and register the snapshot hooks."""
     for name in modules:
         importlib.import_module(name)
     services = tuple(aws)

@@ -106,7 +106,7 @@ def _message_item(message: dict[str, Any], state: str, now: float, **extra: Any)
 def _conditional_put(item: dict[str, Any], now: float, redelivery: bool, what: str) -> None:
     """PutItem of the MSG item unless it was delivered (explicit redeliveries aside) or another copy holds an
     unexpired lease; the refusal becomes :class:`Claimed`, from the item as it was (no second read)."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    from vaultcore.store.aws import client_errors, transport_errors
 
     condition = "(attribute_not_exists(lease_until) OR lease_until < :now)"
     values: dict[str, Any] = {":now": round(now, 3)}
@@ -118,14 +118,14 @@ def _conditional_put(item: dict[str, Any], now: float, redelivery: bool, what: s
                             ExpressionAttributeValues=to_item(values),
                             **({"ExpressionAttributeNames": {"#s": "state"}} if not redelivery else {}),
                             ReturnValuesOnConditionCheckFailure="ALL_OLD")
-    except ClientError as exc:
+    except client_errors() as exc:
         if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
             old = from_item(exc.response.get("Item")) or {}
             if old.get("state") == "delivered" and not redelivery:
                 raise Claimed("delivered") from None
             raise Claimed("leased", float(old.get("lease_until") or 0)) from None
         raise DependencyError(f"Internal error: {what} failed.") from exc
-    except BotoCoreError as exc:
+    except transport_errors() as exc:
         raise DependencyError(f"Internal error: {what} failed.") from exc
 
 

@@ -1,13 +1,21 @@
-"""AWS clients: one botocore session per container, each client created once, during init.
+"""AWS clients: created once per container, during init; the JSON-protocol client where it can serve, else botocore.
 
-botocore without boto3: boto3 adds nothing to a low-level client but its import (boto3.compat pulls in
+DynamoDB, KMS, SQS and Secrets Manager are served by :mod:`vaultcore.store.aws_json` (standard library only) when
+the credentials come from the environment or the container endpoint (as in Lambda) and the endpoint is a configured
+URL or a standard regional one: importing botocore and building its first client costs ~200 ms of a cold start.
+Anything else (a named profile, instance metadata, FIPS or dual-stack endpoints, other partitions, other services
+such as payment-cryptography-data, or ``VAULT_AWS_SDK=botocore``) gets a botocore client, as before. Both raise
+errors the adapters catch with :func:`client_errors` and :func:`transport_errors`.
+
+botocore clients are botocore without boto3: boto3 adds nothing to a low-level client but its import (boto3.compat pulls in
 s3transfer, ~180 ms cold on python3.13), and ``boto3.session.Session().client(...)`` builds a new botocore session
 (service and endpoint data loaded again, a second endpoint resolver) for every client. Here all clients share one
 session and its loader's caches.
 
 Functions create their clients while Lambda runs init (:func:`prewarm`, called by ``vaultcore.runtime.init``
 from ``app.py``): init has a full CPU, and with SnapStart it is snapshotted. Creating a client makes no network
-call. :func:`renew_connections` drops pooled connections (after a SnapStart restore).
+call. :func:`renew_connections` drops pooled connections and cached container credentials (before a SnapStart
+snapshot and after a restore).
 
 Endpoints come from the standard ``AWS_ENDPOINT_URL`` variables, which is how the local runner points every
 client at the moto server; nothing here knows about moto.
@@ -19,11 +27,14 @@ the number of round trips a request costs.
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from typing import Any
 
 __all__ = ["client", "dynamodb", "prewarm", "PROD_ONLY", "session", "ddb_calls", "reset_ddb_calls", "reset_clients",
-           "renew_connections", "created_clients"]
+           "renew_connections", "created_clients", "client_errors", "transport_errors", "SDK_ENV"]
+
+SDK_ENV = "VAULT_AWS_SDK"  # "botocore": every client is botocore's (in-process moto: its patch sits in botocore)
 
 _counter = threading.local()
 _lock = threading.RLock()  # botocore sessions are not thread-safe while they create clients
@@ -99,14 +110,56 @@ def client(service: str) -> Any:
 
 
 def _create(service: str) -> Any:
+    created = _json_client(service)
+    if created is None:
+        created = _botocore_client(service)
+    if service == "dynamodb":
+        created.meta.events.register("before-call.dynamodb", _count_call)
+    return created
+
+
+def _json_client(service: str) -> Any:
+    """The JSON-protocol client, or None where botocore must serve (see the module's docstring)."""
+    if os.environ.get(SDK_ENV, "").strip().lower() == "botocore":
+        return None
+    from vaultcore.store import aws_json
+
+    if service not in aws_json.SERVICES:
+        return None
+    region = (os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "").strip()
+    if not region:
+        return None
+    endpoint = aws_json.endpoint_from_environment(service, region)
+    credentials = aws_json.credential_provider_from_environment()
+    if endpoint is None or credentials is None:
+        return None
+    return aws_json.JsonServiceClient(service, region=region, endpoint_url=endpoint, credentials=credentials,
+                                      max_attempts=3, connect_timeout=3, read_timeout=10, max_pool_connections=50)
+
+
+def _botocore_client(service: str) -> Any:
     from botocore.config import Config
 
     config = Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=3, read_timeout=10,
                     max_pool_connections=50)
-    created = session().create_client(service, config=config)
-    if service == "dynamodb":
-        created.meta.events.register("before-call.dynamodb", _count_call)
-    return created
+    return session().create_client(service, config=config)
+
+
+def client_errors() -> tuple[type[BaseException], ...]:
+    """The exception types of an error answer from AWS, for ``except``: the JSON client's, and botocore's
+    ``ClientError`` once botocore is loaded (no botocore client exists before that, so nothing is missed)."""
+    from vaultcore.store.aws_json import AwsClientError
+
+    botocore_exceptions = sys.modules.get("botocore.exceptions")
+    return (AwsClientError, botocore_exceptions.ClientError) if botocore_exceptions else (AwsClientError,)
+
+
+def transport_errors() -> tuple[type[BaseException], ...]:
+    """The exception types of a call that got no usable answer (connection, timeout, credentials)."""
+    from vaultcore.store.aws_json import AwsTransportError
+
+    botocore_exceptions = sys.modules.get("botocore.exceptions")
+    return (AwsTransportError, botocore_exceptions.BotoCoreError) if botocore_exceptions else (AwsTransportError,)
 
 
 PROD_ONLY = "@prod"  # "payment-cryptography-data@prod": created at init in prod only (cert keys are software keys)
@@ -157,6 +210,10 @@ def renew_connections() -> None:
     """Close every client's pooled connections; the next call opens new ones (after a SnapStart restore the
     snapshot's sockets are not this sandbox's)."""
     for created in created_clients().values():
+        renew = getattr(created, "renew", None)
+        if callable(renew):  # a JSON-protocol client: its pool, and container credentials read again
+            renew()
+            continue
         endpoint = getattr(created, "_endpoint", None)
         http_session = getattr(endpoint, "http_session", None)
         close = getattr(http_session, "close", None)

@@ -128,14 +128,15 @@ def is_conditional_failure(exc: BaseException) -> bool:
 
 @contextmanager
 def aws_errors(what: str) -> Iterator[None]:
-    """Turn botocore errors into domain errors; conditional-check failures into :class:`ConditionFailed`."""
-    from botocore.exceptions import BotoCoreError, ClientError
+    """Turn AWS errors (either client's) into domain errors; conditional-check failures into
+    :class:`ConditionFailed`."""
+    from vaultcore.store.aws import client_errors, transport_errors
 
     try:
         yield
-    except ClientError as exc:
+    except client_errors() as exc:
         if is_conditional_failure(exc):
             raise ConditionFailed(what) from exc
         raise DependencyError(f"Internal error: {what} failed.") from exc
-    except BotoCoreError as exc:
+    except transport_errors() as exc:
         raise DependencyError(f"Internal error: {what} failed.") from exc
