@@ -306,6 +306,8 @@ def _probe(python: str, tree: Path, function_dir: str, events: list[dict[str, An
                      "AWS_EXECUTION_ENV": "AWS_Lambda_python3.13", "AWS_XRAY_DAEMON_ADDRESS": "127.0.0.1:2000",
                      "_X_AMZN_TRACE_ID": "Root=1-5759e988-bd862e3fe1be46a994272793;Parent=53995c3f42cd8ad8;Sampled=1",
                      **(extra_env or {})}
+        if os.environ.get("COLD_START_PROFILE_DIR"):  # diagnosis: see cold_start_probe.py
+            child_env["COLD_START_PROFILE_DIR"] = os.environ["COLD_START_PROFILE_DIR"]
         if record:
             child_env["COLD_START_RECORD"] = "1"
         if mode == "nopyc":

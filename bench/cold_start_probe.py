@@ -95,15 +95,31 @@ def main() -> int:
     if os.environ.get("COLD_START_RECORD") == "1":
         _install_recorder(recorded)
 
+    # Diagnosis only (its figures are inflated by the profiler): COLD_START_PROFILE_DIR=<dir> writes the cProfile
+    # of init and of the first request there.
+    profile_dir = os.environ.get("COLD_START_PROFILE_DIR") if name != "naive" else None
+    profiler = None
+    if profile_dir:
+        import cProfile
+
+        profiler = cProfile.Profile()
+        profiler.enable()
     started, cpu_started = time.perf_counter(), time.process_time()
     spec = importlib.util.spec_from_file_location("app", app_path)
     module = importlib.util.module_from_spec(spec)
     sys.modules["app"] = module
     spec.loader.exec_module(module)
     init_done = time.perf_counter()
+    if profiler is not None:
+        profiler.dump_stats(os.path.join(profile_dir, f"{name}-{os.getpid()}-init.prof"))
+        profiler = cProfile.Profile()
+        profiler.enable()
     loaded = set(sys.modules)
     out = module.lambda_handler(events[0], Context(name))
     first_done, cpu_first_done = time.perf_counter(), time.process_time()
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(os.path.join(profile_dir, f"{name}-{os.getpid()}-first.prof"))
     first_imports = sorted(set(sys.modules) - loaded)
     first_calls = list(recorded)
 
