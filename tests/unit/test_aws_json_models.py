@@ -67,3 +67,22 @@ def test_every_blob_in_an_answer_is_decoded(service):
 
 def spec_members(service: str) -> frozenset[str]:
     return SERVICES[service].blob_members
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_idempotency_tokens_and_retryable_errors_are_the_models(service):
+    model = _model(service)
+    spec, shapes = SERVICES[service], model["shapes"]
+    tokens = {op: member for op, body in model["operations"].items() if "input" in body
+              for member, ref in shapes[body["input"]["shape"]].get("members", {}).items()
+              if ref.get("idempotencyToken")}
+    assert dict(spec.idempotency_tokens) == tokens
+    retryable = {op: frozenset(e["shape"] for e in body.get("errors", []) if shapes[e["shape"]].get("retryable"))
+                 for op, body in model["operations"].items()}
+    assert dict(spec.retryable_codes) == {op: codes for op, codes in retryable.items() if codes}
+
+
+@pytest.mark.parametrize("service", sorted(SERVICES))
+def test_event_names_are_botocores(service):
+    # botocore names a client's events after its service id, lower case with hyphens (botocore.utils.hyphenize)
+    assert SERVICES[service].event_id == _model(service)["metadata"]["serviceId"].lower().replace(" ", "-")

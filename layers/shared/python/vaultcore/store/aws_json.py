@@ -21,12 +21,18 @@ operation through both against a moto server and compares the answers):
   failure that outlives the retries is :class:`AwsTransportError`.
 * **Retries**: the SDKs' "standard" mode (at most 3 attempts; throttling and transient error codes, HTTP 500/502/
   503/504, connection errors and timeouts; full-jitter exponential backoff capped at 20 s), and a DynamoDB answer
-  whose ``x-amz-crc32`` does not match its body is retried like botocore does. Not here: the standard mode's retry
-  quota (a token bucket shared by a client's calls).
+  whose ``x-amz-crc32`` does not match its body is retried like botocore does (and refused after the last
+  attempt, where botocore hands it over). Members the model marks ``idempotencyToken`` (DynamoDB
+  ``TransactWriteItems.ClientRequestToken``, ...) are filled once per call, so a retry after a lost answer is
+  recognized by the service. JSON ``null`` members are left out of answers, as botocore's parser does.
+  Not here: the standard mode's retry quota (a token bucket shared by a client's calls), clock-skew correction,
+  and the MD5 checks botocore makes of SQS message bodies.
 * **Connections**: a keep-alive pool per client (``http.client``), connect timeout 3 s and read timeout 10 s; a
   reused connection the server has closed is replaced once without counting as an attempt.
 * **Hooks**: ``client.meta.events.register("before-call.dynamodb", handler)`` calls ``handler(model=..., params=...)``
-  before each call, with botocore's hierarchical event names, so call counters work with either client.
+  before each call, with botocore's hierarchical event names (the service id: ``secrets-manager``), so call
+  counters work with either client; ``params`` are the caller's keyword arguments, not botocore's serialized
+  request.
 
 Credentials come from the environment (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN``, read at
 each call) or from the container credentials endpoint (``AWS_CONTAINER_CREDENTIALS_FULL_URI`` or ``..._RELATIVE_URI``,
@@ -49,9 +55,10 @@ import random
 import re
 import threading
 import time
+import uuid
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
 
@@ -74,19 +81,37 @@ class ServiceSpec:
     signing_name: str
     endpoint_prefix: str
     env_id: str
+    event_id: str  # botocore's event-name part: the service id, lower case, hyphenated
     blob_members: frozenset[str] = frozenset()
     query_compatible: bool = False
+    # Members the model marks idempotencyToken: filled with a UUID when the caller gives none, the same value on
+    # every retry, so a retried call whose first attempt was applied is recognized by the service (as the SDKs do).
+    idempotency_tokens: Mapping[str, str] = field(default_factory=dict)
+    # Error shapes the model marks retryable, for the operations that list them (botocore's standard mode retries
+    # a modeled error only where the operation names it).
+    retryable_codes: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 SERVICES: dict[str, ServiceSpec] = {
-    "dynamodb": ServiceSpec("DynamoDB_20120810", "1.0", "dynamodb", "dynamodb", "DYNAMODB"),
-    "kms": ServiceSpec("TrentService", "1.1", "kms", "kms", "KMS",
+    "dynamodb": ServiceSpec("DynamoDB_20120810", "1.0", "dynamodb", "dynamodb", "DYNAMODB", "dynamodb",
+                            idempotency_tokens={"TransactWriteItems": "ClientRequestToken",
+                                                "ExecuteTransaction": "ClientRequestToken",
+                                                "ExportTableToPointInTime": "ClientToken", "ImportTable": "ClientToken",
+                                                "StartBulkPutItems": "ClientToken"},
+                            retryable_codes={op: frozenset({"ReplicatedWriteConflictException"}) for op in
+                                             ("BatchWriteItem", "DeleteItem", "PutItem", "UpdateItem")}),
+    "kms": ServiceSpec("TrentService", "1.1", "kms", "kms", "KMS", "kms",
                        frozenset({"Plaintext", "CiphertextBlob", "CiphertextForRecipient", "PublicKey", "Signature",
                                   "Mac", "ImportToken", "PrivateKeyCiphertextBlob", "PrivateKeyPlaintext",
                                   "SharedSecret", "SharedSecretCiphertextBlob"})),
-    "sqs": ServiceSpec("AmazonSQS", "1.0", "sqs", "sqs", "SQS", frozenset({"BinaryValue"}), query_compatible=True),
+    "sqs": ServiceSpec("AmazonSQS", "1.0", "sqs", "sqs", "SQS", "sqs", frozenset({"BinaryValue"}),
+                       query_compatible=True),
     "secretsmanager": ServiceSpec("secretsmanager", "1.1", "secretsmanager", "secretsmanager", "SECRETS_MANAGER",
-                                  frozenset({"SecretBinary"})),
+                                  "secrets-manager", frozenset({"SecretBinary"}),
+                                  idempotency_tokens={"CreateSecret": "ClientRequestToken",
+                                                      "PutSecretValue": "ClientRequestToken",
+                                                      "RotateSecret": "ClientRequestToken",
+                                                      "UpdateSecret": "ClientRequestToken"}),
 }
 
 # The standard retry mode's retryable answers (the SDKs' "standard" retry behaviour, as in botocore's
@@ -230,12 +255,19 @@ class EnvironmentCredentials:
     def available(environ: Mapping[str, str] = os.environ) -> bool:
         return bool(environ.get("AWS_ACCESS_KEY_ID") and environ.get("AWS_SECRET_ACCESS_KEY"))
 
+    @staticmethod
+    def partial(environ: Mapping[str, str] = os.environ) -> bool:
+        """One of the two keys without the other: botocore refuses it (PartialCredentialsError) and says so."""
+        return bool(environ.get("AWS_ACCESS_KEY_ID")) != bool(environ.get("AWS_SECRET_ACCESS_KEY"))
+
     def get(self) -> Credentials:
         env = self._environ
         access_key, secret_key = env.get("AWS_ACCESS_KEY_ID"), env.get("AWS_SECRET_ACCESS_KEY")
         if not access_key or not secret_key:
             raise AwsTransportError("No AWS credentials in the environment.")
-        return Credentials(access_key, secret_key, env.get("AWS_SESSION_TOKEN") or None)
+        # The SDKs' order: the legacy AWS_SECURITY_TOKEN first, then AWS_SESSION_TOKEN (botocore's EnvProvider).
+        token = env.get("AWS_SECURITY_TOKEN") or env.get("AWS_SESSION_TOKEN") or None
+        return Credentials(access_key, secret_key, token)
 
     def reset(self) -> None:
         pass
@@ -343,6 +375,8 @@ def credential_provider_from_environment(environ: Mapping[str, str] = os.environ
     The SDKs' order: environment variables first; then (no profile file in Lambda) the container endpoint."""
     if EnvironmentCredentials.available(environ):
         return EnvironmentCredentials(environ)
+    if EnvironmentCredentials.partial(environ):
+        return None
     if environ.get("AWS_PROFILE") or environ.get("AWS_DEFAULT_PROFILE"):
         return None  # a named profile: botocore reads the files
     return ContainerCredentials.from_environment(environ)
@@ -403,9 +437,6 @@ class _Events:
     """botocore's hierarchical event names: a handler registered for ``before-call.dynamodb`` hears
     ``before-call.dynamodb.GetItem``. Only ``before-call`` is emitted."""
 
-    def __init__(self) -> None:
-        self._handlers: list[tuple[str, Callable[..., Any], str | None]] = []
-
     def register(self, event_name: str, handler: Callable[..., Any], unique_id: str | None = None,
                  **_kwargs: Any) -> None:
         if unique_id is not None and any(uid == unique_id for _, _, uid in self._handlers):
@@ -417,18 +448,31 @@ class _Events:
         self._handlers = [h for h in self._handlers
                           if not (h[0] == event_name and (h[1] is handler or (unique_id and h[2] == unique_id)))]
 
+    def __init__(self, aliases: Mapping[str, str] | None = None) -> None:
+        self._handlers: list[tuple[str, Callable[..., Any], str | None]] = []
+        self._aliases = dict(aliases or {})  # a registered name part -> the emitted one ("secretsmanager")
+
+    def _canonical(self, event_name: str) -> str:
+        parts = event_name.split(".")
+        if len(parts) > 1 and parts[1] in self._aliases:
+            parts[1] = self._aliases[parts[1]]
+        return ".".join(parts)
+
     def emit(self, event_name: str, **kwargs: Any) -> None:
         for registered, handler, _ in list(self._handlers):
+            registered = self._canonical(registered)
             if event_name == registered or event_name.startswith(registered + "."):
                 handler(event_name=event_name, **kwargs)
 
 
 class _Meta:
     def __init__(self, service: str, region: str, endpoint_url: str) -> None:
+        spec = SERVICES[service]
         self.service_model = _ServiceModel(service)
         self.region_name = region
         self.endpoint_url = endpoint_url
-        self.events = _Events()
+        # botocore names events after the service id ("secrets-manager") and also hears the endpoint name
+        self.events = _Events({service: spec.event_id} if service != spec.event_id else None)
 
 
 def operation_name(method_name: str) -> str:
@@ -440,6 +484,15 @@ def _encode(value: Any) -> Any:
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode("ascii")
     raise TypeError(f"{type(value).__name__} is not a JSON protocol value")
+
+
+def _without_nulls(value: Any) -> Any:
+    """JSON ``null`` members left out, as botocore's parser does (a null member is an absent one)."""
+    if isinstance(value, dict):
+        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_nulls(v) for v in value]
+    return value
 
 
 def _decode_dynamodb(value: Any) -> Any:
@@ -536,7 +589,10 @@ class JsonServiceClient:
         return method
 
     def call(self, operation: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        self.meta.events.emit(f"before-call.{self.service}.{operation}",
+        token_member = self.spec.idempotency_tokens.get(operation)
+        if token_member and params.get(token_member) is None:
+            params = {**params, token_member: str(uuid.uuid4())}  # one per call: every retry sends the same
+        self.meta.events.emit(f"before-call.{self.spec.event_id}.{operation}",
                               model=OperationModel(operation, self.meta.service_model), params=params,
                               context={})
         body = json.dumps(params, separators=(",", ":"), default=_encode).encode("utf-8")
@@ -582,11 +638,13 @@ class JsonServiceClient:
             return parsed
         error = self._error(status, answer_headers, data, metadata, operation)
         code = error.response["Error"]["Code"]
-        if status in TRANSIENT_STATUSES or code in THROTTLING_CODES or code in TRANSIENT_CODES:
+        if (status in TRANSIENT_STATUSES or code in THROTTLING_CODES or code in TRANSIENT_CODES
+                or code in self.spec.retryable_codes.get(operation, ())):
             raise _Retryable(error, transport=False)
         raise error
 
     def _decode(self, parsed: dict[str, Any]) -> dict[str, Any]:
+        parsed = _without_nulls(parsed)
         if self.service == "dynamodb":
             return _decode_dynamodb(parsed)
         if self.spec.blob_members:
