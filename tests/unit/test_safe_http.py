@@ -5,10 +5,15 @@ from __future__ import annotations
 import datetime
 import http.server
 import json
+import os
 import socket
 import ssl
+import subprocess
+import sys
 import threading
 import time
+from pathlib import Path
+from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
@@ -51,6 +56,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
                 "path": self.path,
                 "method": self.command,
                 "headers": dict(self.headers.items()),
+                "raw_headers": list(self.headers.items()),  # every line, in order, duplicates kept
                 "body": body,
                 "port": self.client_address[1],
             }
@@ -58,6 +64,12 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         return body
 
     def do_POST(self):
+        self.do_GET()
+
+    def do_PUT(self):
+        self.do_GET()
+
+    def do_DELETE(self):
         self.do_GET()
 
     def do_GET(self):
@@ -95,6 +107,66 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             except OSError:
                 pass
             self.close_connection = True
+        elif self.path == "/chunked":
+            # Chunks of uneven sizes, then a trailer: the body is their concatenation.
+            self.send_response(200)
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            for part in (b"a", b"b" * 300, b"c" * 199):
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+            self.wfile.write(b"0\r\nX-Trailer: t\r\n\r\n")
+        elif self.path.startswith("/close-delimited"):
+            # HTTP/1.1 without Content-Length or chunking: the body ends when the server closes.
+            size = int(parse_qs(urlsplit(self.path).query).get("n", ["500"])[0])
+            self.send_response(200)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b"z" * size)
+        elif self.path == "/silent-close":
+            self._send(200, b"ok")
+            self.close_connection = True  # without saying so in the answer
+        elif self.path == "/close":
+            self._send(200, b"bye", {"Connection": "close"})
+        elif self.path == "/endless":
+            # Close-delimited and never ending: only a client that does not drain gets out.
+            self.send_response(200)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            stop = time.monotonic() + 10
+            try:
+                while time.monotonic() < stop:
+                    self.wfile.write(b"e" * 65536)
+            except OSError:
+                self.server.endless_aborted.set()
+        elif self.path == "/truncated":
+            # Declares 100 bytes, sends 10 and closes.
+            self.send_response(200)
+            self.send_header("Content-Length", "100")
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.wfile.write(b"t" * 10)
+        elif self.path == "/hangup":
+            # Reads the request and closes without an answer.
+            self.close_connection = True
+        elif self.path == "/slowish":
+            time.sleep(0.3)
+            self._send(200, b"ok")
+        elif self.path in ("/drip-body", "/drip-close-delimited"):
+            # Headers at once, then one body byte every 100 ms.
+            self.send_response(200)
+            if self.path == "/drip-body":
+                self.send_header("Content-Length", "200")
+            else:
+                self.send_header("Connection", "close")
+            self.end_headers()
+            try:
+                for _ in range(200):
+                    self.wfile.write(b"d")
+                    self.wfile.flush()
+                    time.sleep(0.1)
+            except OSError:
+                pass
+            self.close_connection = True
         else:
             self._send(404, b"")
 
@@ -106,6 +178,13 @@ class _Server(http.server.ThreadingHTTPServer):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.seen: list[dict] = []
+        self.accepted = 0  # TCP connections accepted: connection reuse is observable
+        self.endless_aborted = threading.Event()
+
+    def get_request(self):
+        request = super().get_request()
+        self.accepted += 1
+        return request
 
     def handle_error(self, request, client_address):
         pass  # refused TLS handshakes and abandoned connections are expected here
@@ -138,7 +217,7 @@ def client():
 
 def _fake_dns(monkeypatch, answers: dict[str, list[str]], calls: list[str] | None = None):
     """Resolve names from ``answers`` (each call pops the next answer when several are listed);
-    IP literals go to the real resolver, as urllib3 itself passes the checked address to getaddrinfo."""
+    IP literals go to the real resolver, as socket.create_connection passes the checked address to getaddrinfo."""
 
     def _getaddrinfo(host, port, *args, **kwargs):
         if host in answers:
@@ -431,3 +510,480 @@ def test_tls_untrusted_certificate_is_refused(monkeypatch, tls_server, tmp_path)
     with SafeHttpClient(EgressPolicy(allow_loopback=True), ca_certs=other_ca) as c:
         with pytest.raises(EgressConnectionError):
             c.send("GET", f"https://stub.example.com:{port}/ok")
+
+
+# ---------------------------------------------------------------------------------------------- wire format
+
+
+def test_repeated_request_headers_go_out_as_separate_lines_in_order(server, client):
+    port = server.server_address[1]
+    client.send(
+        "GET",
+        f"http://127.0.0.1:{port}/ok",
+        [("X-Dup", "1"), ("X-Other", "a"), ("x-dup", "2"), ("X-Dup", "3"), ("User-Agent", "partner/2")],
+    )
+    lines = server.seen[0]["raw_headers"]
+    # Host first (the configured name), then ours, then the caller's lines as given, one per value
+    assert lines[0] == ("Host", f"127.0.0.1:{port}")
+    assert [line for line in lines if line[0].lower() in ("x-dup", "x-other")] == [
+        ("X-Dup", "1"),
+        ("X-Other", "a"),
+        ("x-dup", "2"),
+        ("X-Dup", "3"),
+    ]
+    assert [value for name, value in lines if name.lower() == "user-agent"] == ["partner/2"]
+    assert [value for name, value in lines if name.lower() == "accept-encoding"] == ["identity"]
+    assert "Content-Length" not in dict(lines) and "Transfer-Encoding" not in dict(lines)  # GET without a body
+
+
+def test_request_framing(server, client):
+    port = server.server_address[1]
+    client.send("POST", f"http://127.0.0.1:{port}/ok")  # no body: Content-Length 0, as urllib3 sent it
+    client.send("PUT", f"http://127.0.0.1:{port}/ok", body="é")  # str bodies are UTF-8
+    client.send("GET", f"http://127.0.0.1:{port}/ok", body=b"")  # an empty body is still framed
+    client.send("DELETE", f"http://127.0.0.1:{port}/ok")
+    framing = [
+        [(n, v) for n, v in seen["raw_headers"] if n.lower() in ("content-length", "transfer-encoding")]
+        for seen in server.seen
+    ]
+    assert framing == [[("Content-Length", "0")], [("Content-Length", "2")], [("Content-Length", "0")], []]
+    assert server.seen[1]["body"] == "é".encode()
+    # A User-Agent is always sent (urllib3 added its own when the caller gave none)
+    assert all(len([n for n, _ in seen["raw_headers"] if n.lower() == "user-agent"]) == 1 for seen in server.seen)
+
+
+def test_response_headers_raw_in_order_with_duplicates(monkeypatch):
+    raw = (
+        b"HTTP/1.1 200 OK\r\nSet-Cookie: a=1\r\nX-B: 2\r\nset-cookie: b=2\r\nContent-Length: 2\r\n"
+        b"Connection: close\r\n\r\nhi"
+    )
+    with _raw_server(raw) as port, SafeHttpClient(LOCAL) as c:
+        response = c.send("GET", f"http://127.0.0.1:{port}/")
+    assert response.body == b"hi"
+    assert response.headers == (
+        ("Set-Cookie", "a=1"),
+        ("X-B", "2"),
+        ("set-cookie", "b=2"),
+        ("Content-Length", "2"),
+        ("Connection", "close"),
+    )
+
+
+class _raw_server:
+    """A one-shot TCP server that answers the first request with ``raw`` bytes and closes."""
+
+    def __init__(self, raw: bytes):
+        self.raw = raw
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        conn, _ = self.sock.accept()
+        with conn:
+            conn.settimeout(5)
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = conn.recv(65536)
+                if not chunk:
+                    return
+                data += chunk
+            conn.sendall(self.raw)
+
+    def __enter__(self) -> int:
+        self.thread.start()
+        return self.sock.getsockname()[1]
+
+    def __exit__(self, *exc):
+        self.sock.close()
+        self.thread.join(timeout=5)
+
+
+def test_chunked_response_is_read_whole_and_the_connection_reused(server, client):
+    port = server.server_address[1]
+    response = client.send("GET", f"http://127.0.0.1:{port}/chunked")
+    assert response.body == b"a" + b"b" * 300 + b"c" * 199
+    assert response.header("Transfer-Encoding") == "chunked"  # framing undone, header returned raw
+    assert client.send("GET", f"http://127.0.0.1:{port}/ok").status == 200
+    assert server.accepted == 1
+
+
+def test_close_delimited_response_is_read_whole(server, client):
+    port = server.server_address[1]
+    assert client.send("GET", f"http://127.0.0.1:{port}/close-delimited?n=1000").body == b"z" * 1000
+
+
+def test_truncated_body_is_a_connection_error_not_a_response(server, client):
+    port = server.server_address[1]
+    with pytest.raises(EgressConnectionError) as info:
+        client.send("GET", f"http://127.0.0.1:{port}/truncated")
+    assert info.value.reason == "io"
+
+
+# ---------------------------------------------------------------------------------------------- connection reuse
+
+
+def test_keep_alive_connection_is_reused_for_the_same_target(server, client):
+    port = server.server_address[1]
+    for path in ("/ok", "/headers", "/redirect", "/ok"):
+        client.send("GET", f"http://127.0.0.1:{port}{path}")
+    assert server.accepted == 1
+    assert len({seen["port"] for seen in server.seen}) == 1
+
+
+def test_connection_close_is_not_reused(server, client):
+    port = server.server_address[1]
+    assert client.send("GET", f"http://127.0.0.1:{port}/close").body == b"bye"
+    assert client.send("GET", f"http://127.0.0.1:{port}/ok").status == 200
+    assert server.accepted == 2
+    assert client.send("GET", f"http://127.0.0.1:{port}/close-delimited?n=10").body == b"z" * 10
+    assert client.send("GET", f"http://127.0.0.1:{port}/ok").status == 200
+    assert server.accepted == 3  # the /ok connection served /close-delimited, which closed it
+
+
+def test_connection_closed_by_the_target_while_idle_is_replaced(server, client):
+    port = server.server_address[1]
+    # The answer says nothing about closing, then the server drops the connection (an idle keep-alive timeout)
+    assert client.send("GET", f"http://127.0.0.1:{port}/silent-close").status == 200
+    time.sleep(0.2)
+    # The stale pooled connection is noticed before anything is sent on it: a fresh one carries the request
+    assert client.send("GET", f"http://127.0.0.1:{port}/ok").status == 200
+    assert server.accepted == 2
+    assert [seen["path"] for seen in server.seen] == ["/silent-close", "/ok"]
+
+
+def test_pool_keeps_at_most_pool_maxsize_idle_connections(server):
+    port = server.server_address[1]
+    with SafeHttpClient(LOCAL, pool_maxsize=1) as c:
+        results: list[int] = []
+        threads = [
+            threading.Thread(target=lambda: results.append(c.send("GET", f"http://127.0.0.1:{port}/slowish").status))
+            for _ in range(2)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=10)
+        assert results == [200, 200]  # a busy pool never blocks: a second connection was opened
+        assert server.accepted == 2
+        for _ in range(2):
+            assert c.send("GET", f"http://127.0.0.1:{port}/ok").status == 200
+        assert server.accepted == 2  # one of them was kept and is reused; the other was closed
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/big", "/unsized", "/close-delimited?n=5000"],
+    ids=["content-length", "chunked", "close-delimited"],
+)
+def test_response_over_the_cap_closes_the_connection(server, client, path):
+    port = server.server_address[1]
+    assert client.send("GET", f"http://127.0.0.1:{port}/ok").status == 200
+    with pytest.raises(ResponseTooLarge):
+        client.send("GET", f"http://127.0.0.1:{port}{path}")  # on the pooled connection
+    assert server.accepted == 1
+    assert client.send("GET", f"http://127.0.0.1:{port}/ok").status == 200
+    assert server.accepted == 2  # the connection that carried the oversized answer was not reused
+
+
+def test_endless_response_is_abandoned_not_drained(server, client):
+    port = server.server_address[1]
+    started = time.monotonic()
+    with pytest.raises(ResponseTooLarge):
+        client.send("GET", f"http://127.0.0.1:{port}/endless")
+    assert time.monotonic() - started < 2
+    assert server.endless_aborted.wait(5)  # the client closed its end: the server's writes failed
+
+
+# ---------------------------------------------------------------------------------------------- no retries
+
+
+def test_a_request_is_never_sent_twice(server, client):
+    port = server.server_address[1]
+    assert client.send("GET", f"http://127.0.0.1:{port}/ok").status == 200
+    with pytest.raises(EgressConnectionError) as info:
+        client.send("POST", f"http://127.0.0.1:{port}/hangup", body=b"card")  # on the reused connection
+    assert info.value.reason == "io"
+    with pytest.raises(EgressConnectionError):
+        client.send("POST", f"http://127.0.0.1:{port}/hangup", body=b"card")  # on a fresh one
+    assert [seen["path"] for seen in server.seen] == ["/ok", "/hangup", "/hangup"]
+
+
+def _fake_dns_all(monkeypatch, name: str, addresses: list[str]):
+    def _getaddrinfo(host, port, *args, **kwargs):
+        if host == name:
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (address, port)) for address in addresses]
+        return _real_getaddrinfo(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", _getaddrinfo)
+
+
+def _record_connects(monkeypatch) -> list:
+    connects: list = []
+    real_create = socket.create_connection
+    monkeypatch.setattr(
+        socket, "create_connection", lambda addr, *a, **k: connects.append(addr[0]) or real_create(addr, *a, **k)
+    )
+    return connects
+
+
+def test_next_address_only_when_the_tcp_connect_fails(monkeypatch, server, client):
+    port = server.server_address[1]
+    # 127.0.0.2 refuses (the server listens on 127.0.0.1 only): nothing was sent, the next address is tried
+    _fake_dns_all(monkeypatch, "multi.example.com", ["127.0.0.2", "127.0.0.1"])
+    connects = _record_connects(monkeypatch)
+    assert client.send("GET", f"http://multi.example.com:{port}/ok").status == 200
+    assert connects == ["127.0.0.2", "127.0.0.1"]
+    # Once connected, a failure ends the call: the request may have been received
+    _fake_dns_all(monkeypatch, "multi2.example.com", ["127.0.0.1", "127.0.0.3"])
+    connects.clear()
+    with pytest.raises(EgressConnectionError) as info:
+        client.send("POST", f"http://multi2.example.com:{port}/hangup", body=b"card")
+    assert info.value.reason == "io"
+    assert connects == ["127.0.0.1"]
+
+
+def test_every_address_refusing_is_a_connect_error(monkeypatch, client):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    _fake_dns_all(monkeypatch, "multi.example.com", ["127.0.0.2", "127.0.0.1"])
+    connects = _record_connects(monkeypatch)
+    with pytest.raises(EgressConnectionError) as info:
+        client.send("GET", f"http://multi.example.com:{port}/ok", timeout=3)
+    assert info.value.reason == "connect"
+    assert connects == ["127.0.0.2", "127.0.0.1"]
+
+
+# ---------------------------------------------------------------------------------------------- deadline
+
+
+@pytest.mark.parametrize("path", ["/drip", "/drip-body", "/drip-close-delimited"])
+def test_drip_feed_past_the_deadline_is_a_deadline_timeout(server, path):
+    # Given a target that sends a byte every 100 ms (no per-recv timeout ever expires), in the status line and
+    # headers, in a body with a Content-Length, or in a close-delimited body
+    port = server.server_address[1]
+    with SafeHttpClient(LOCAL, connect_timeout=2, read_timeout=20) as c:
+        started = time.monotonic()
+        with pytest.raises(EgressTimeout) as info:
+            c.send("GET", f"http://127.0.0.1:{port}{path}", timeout=1.0)
+        elapsed = time.monotonic() - started
+    # Then the wall-clock budget ends the call, in about the budget
+    assert info.value.reason == "deadline"
+    assert 0.9 <= elapsed < 2.0
+
+
+def test_stalled_tls_handshake_is_bounded(monkeypatch):
+    # A TCP listener that never answers the TLS handshake
+    listener = socket.create_server(("127.0.0.1", 0))
+    try:
+        port = listener.getsockname()[1]
+        _fake_dns(monkeypatch, {"stub.example.com": ["127.0.0.1"]})
+        with SafeHttpClient(EgressPolicy(allow_loopback=True), connect_timeout=2, read_timeout=20) as c:
+            started = time.monotonic()
+            with pytest.raises(EgressTimeout):
+                c.send("GET", f"https://stub.example.com:{port}/ok", timeout=0.5)
+            assert time.monotonic() - started < 1.5
+    finally:
+        listener.close()
+
+
+# ---------------------------------------------------------------------------------------------- TLS with a test CA
+
+
+@pytest.fixture
+def ca_tls_server(tmp_path):
+    """HTTPS with a certificate for localhost and 127.0.0.1 issued by a test CA (local/wallet_vendor.py)."""
+    from local.wallet_vendor import make_server_pki
+
+    pki = make_server_pki(tmp_path / "pki")
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(pki.cert_file, pki.key_file)
+    sni: list[str | None] = []
+    context.sni_callback = lambda sock, name, ctx: sni.append(name)
+    srv, thread = _serve(context)
+    srv.sni = sni
+    srv.ca = str(pki.ca_file)
+    yield srv
+    srv.shutdown()
+    srv.server_close()
+    thread.join(timeout=5)
+
+
+def test_tls_sni_and_host_carry_the_name(monkeypatch, ca_tls_server):
+    _fake_dns(monkeypatch, {"localhost": ["127.0.0.1"]})
+    port = ca_tls_server.server_address[1]
+    with SafeHttpClient(LOCAL, ca_certs=ca_tls_server.ca) as c:
+        first = c.send("GET", f"https://localhost:{port}/ok")
+        second = c.send("GET", f"https://localhost:{port}/ok")
+    assert first.status == second.status == 200
+    assert json.loads(first.body)["host"] == f"localhost:{port}"
+    assert ca_tls_server.sni == ["localhost"]  # one handshake: the TLS connection was reused
+    assert ca_tls_server.accepted == 1
+
+
+def test_tls_to_an_ip_literal_checks_the_address_and_sends_no_sni(ca_tls_server):
+    port = ca_tls_server.server_address[1]
+    with SafeHttpClient(LOCAL, ca_certs=ca_tls_server.ca) as c:
+        assert c.send("GET", f"https://127.0.0.1:{port}/ok").status == 200
+    assert ca_tls_server.sni == [None]
+
+
+def test_tls_certificate_valid_for_the_address_but_not_the_name_is_refused(monkeypatch, ca_tls_server):
+    # The certificate covers 127.0.0.1, the address we connect to; the URL's name is another: refused
+    _fake_dns(monkeypatch, {"other.example.com": ["127.0.0.1"]})
+    port = ca_tls_server.server_address[1]
+    with SafeHttpClient(EgressPolicy(allow_loopback=True), ca_certs=ca_tls_server.ca) as c:
+        with pytest.raises(EgressConnectionError) as info:
+            c.send("POST", f"https://other.example.com:{port}/ok", body=b"card")
+    assert info.value.reason == "tls"
+    assert ca_tls_server.sni == ["other.example.com"]
+    assert ca_tls_server.seen == []
+
+
+def test_tls_against_the_system_store_refuses_a_test_ca(monkeypatch, ca_tls_server):
+    _fake_dns(monkeypatch, {"localhost": ["127.0.0.1"]})
+    port = ca_tls_server.server_address[1]
+    with SafeHttpClient(LOCAL) as c:
+        with pytest.raises(EgressConnectionError) as info:
+            c.send("GET", f"https://localhost:{port}/ok")
+    assert info.value.reason == "tls"
+    assert ca_tls_server.seen == []
+
+
+def test_tls_context_is_made_once_per_client(monkeypatch, ca_tls_server):
+    from vaultcore.net import http as egress
+
+    made: list[str | None] = []
+    real = egress._client_tls_context
+    monkeypatch.setattr(egress, "_client_tls_context", lambda ca: made.append(ca) or real(ca))
+    port = ca_tls_server.server_address[1]
+    with SafeHttpClient(LOCAL, ca_certs=ca_tls_server.ca) as c:
+        for host in ("127.0.0.1", "localhost", "127.0.0.1"):
+            assert c.send("GET", f"https://{host}:{port}/close").status == 200
+    assert made == [ca_tls_server.ca]
+
+
+def test_unreadable_ca_bundle_is_a_tls_error(tmp_path, ca_tls_server):
+    port = ca_tls_server.server_address[1]
+    with SafeHttpClient(LOCAL, ca_certs=str(tmp_path / "missing.pem")) as c:
+        with pytest.raises(EgressConnectionError) as info:
+            c.send("GET", f"https://127.0.0.1:{port}/ok")
+    assert info.value.reason == "tls"
+    assert ca_tls_server.seen == []
+
+
+# ---------------------------------------------------------------------------------------------- wallet session call
+
+
+@pytest.fixture
+def vendor(tmp_path, monkeypatch):
+    from tests.wallet_support import MerchantValidationStub, Pki
+    from vaultcore.settings import reset_settings
+    from vaultcore.wallet import session
+
+    pki = Pki(tmp_path / "vendor")
+    stub = MerchantValidationStub(pki)
+    monkeypatch.setenv("WALLET_MERCHANT_VALIDATION_CA_FILE", str(pki.server_ca_file))
+    monkeypatch.setenv("VAULT_ALLOW_LOCAL_EGRESS", "1")
+    monkeypatch.setenv("ENVIRONMENT", "cert")
+    session._contexts.reset()
+    yield stub, pki
+    stub.close()
+    session._contexts.reset()
+    reset_settings()
+
+
+_VENDOR_BODY = {
+    "merchantIdentifier": "merchant.com.example.shop",
+    "displayName": "Shop",
+    "initiative": "web",
+    "initiativeContext": "shop.example.com",
+}
+
+
+def _session_call(pki, url):
+    from vaultcore.wallet import session
+
+    return session.request_session(url, _VENDOR_BODY, pki.identity_cert_pem, pki.identity_key_pem)
+
+
+def test_wallet_session_call_over_mutual_tls_names_the_vendor(monkeypatch, vendor):
+    stub, pki = vendor
+    _fake_dns(monkeypatch, {"localhost": ["127.0.0.1"]})
+    connects = _record_connects(monkeypatch)
+    answer = _session_call(pki, stub.url)
+    assert answer["domainName"] == "shop.example.com"
+    assert connects == ["127.0.0.1"]  # the checked address
+    sent = stub.requests[-1]
+    assert sent["host"] == f"localhost:{stub.port}" and sent["client_merchant_id"] == "merchant.com.example.shop"
+    assert sent["body"] == _VENDOR_BODY
+
+
+def test_wallet_session_call_refuses_a_certificate_for_another_name(monkeypatch, vendor):
+    from vaultcore.wallet.errors import W, WalletError
+
+    stub, pki = vendor
+    # The stand-in's certificate covers localhost and 127.0.0.1 (the address), not this name
+    _fake_dns(monkeypatch, {"vendor.example.com": ["127.0.0.1"]})
+    warnings: list[dict] = []
+    from vaultcore.wallet import session
+
+    monkeypatch.setattr(session._log, "warning", lambda msg, extra=None, **k: warnings.append(extra))
+    with pytest.raises(WalletError) as info:
+        _session_call(pki, f"https://vendor.example.com:{stub.port}/paymentservices/paymentSession")
+    assert (info.value.code, info.value.status) == (W.VALIDATION_FAILED, 502)
+    assert warnings == [{"reason": "tls"}]
+    assert stub.requests == []
+
+
+def test_wallet_session_call_maps_vendor_failures(monkeypatch, vendor):
+    from vaultcore.wallet import session
+    from vaultcore.wallet.errors import WalletError
+
+    stub, pki = vendor
+    warnings: list[dict] = []
+    monkeypatch.setattr(session._log, "warning", lambda msg, extra=None, **k: warnings.append(extra))
+    stub.status = 500
+    with pytest.raises(WalletError):
+        _session_call(pki, stub.url)
+    # http: never, whatever the egress policy
+    with pytest.raises(WalletError):
+        _session_call(pki, f"http://localhost:{stub.port}/x")
+    # the metadata address: refused before any connection
+    with pytest.raises(WalletError):
+        _session_call(pki, "https://169.254.169.254/latest")
+    # nothing listening: every checked address refused
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    with pytest.raises(WalletError):
+        _session_call(pki, f"https://127.0.0.1:{closed_port}/x")
+    reasons = [w["reason"] for w in warnings]
+    assert reasons[0] == "status-500" and reasons[-1] == "connect"
+    assert all(r.startswith("egress-") or r == "not-https" for r in reasons[1:3])
+    assert len(stub.requests) == 1
+
+
+# ---------------------------------------------------------------------------------------------- cold start
+
+
+def test_egress_modules_do_not_import_urllib3():
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root / "layers" / "shared" / "python")}
+    code = (
+        "import vaultcore.net.http, vaultcore.wallet.session, sys\n"
+        # use them too, so that imports made on first use are counted
+        "c = vaultcore.net.http.SafeHttpClient(vaultcore.net.ssrf.EgressPolicy(allow_http=True, allow_loopback=True))\n"
+        "try:\n"
+        "    c.send('GET', 'http://127.0.0.1:9/', timeout=2)\n"
+        "except vaultcore.net.http.EgressError:\n"
+        "    pass\n"
+        "try:\n"
+        "    vaultcore.wallet.session.request_session('https://169.254.169.254/', {}, '', '')\n"
+        "except Exception:\n"
+        "    pass\n"
+        "print('urllib3' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().splitlines()[-1] == "False"

@@ -6,8 +6,9 @@ Used by the proxy (partner requests with clear card data to third-party targets)
 * validates the URL (:func:`~vaultcore.net.ssrf.validate_target_url`), resolves the host and checks *every*
   address (:func:`~vaultcore.net.ssrf.resolve_and_check`), then connects to a checked address itself. The
   name is never resolved again, so a rebinding DNS record cannot swap in an internal address between check
-  and connect. The ``Host`` header, TLS SNI and certificate verification still use the host name
-  (``HTTPSConnectionPool(ip, server_hostname=host, assert_hostname=host)``).
+  and connect. The ``Host`` header, TLS SNI and certificate verification still use the host name: the
+  connection opens its socket to the checked address and wraps it with ``server_hostname=host`` under an
+  ``ssl.SSLContext`` that requires a valid certificate for that name (TLS 1.2 at least).
 * never follows redirects: a 3xx is returned as an ordinary :class:`HttpResponse` and the caller treats it as
   the target's answer (a ``Location`` pointing at ``http://169.254.169.254/`` is therefore never fetched).
   Whoever wants to follow one must call :meth:`SafeHttpClient.send` again, which re-runs every check.
@@ -17,25 +18,33 @@ Used by the proxy (partner requests with clear card data to third-party targets)
 * bounds size: the request body and the response body (read in chunks up to the cap; the connection is
   closed on excess, never drained). Responses are requested uncompressed (``Accept-Encoding: identity``)
   and never decoded here: no decompression bomb can expand past the cap.
-* pools connections per ``(scheme, host, port, ip)`` in a bounded LRU, reused across warm invocations.
+* pools connections per ``(scheme, host, port, ip)`` in a bounded LRU, reused across warm invocations. A
+  connection goes back to its pool only after its response was read to the end and did not ask to close.
+* never retries: a request that carries card data must not be sent twice. Only when the TCP connect itself
+  fails (nothing was sent) is the next checked address tried.
 
 Response headers are returned raw (hop-by-hop headers included); the caller filters what it forwards.
-``urllib3`` is imported on first use, not at import time: cold start matters.
+Built on the standard library's ``http.client`` (no ``urllib3``: it costs tens of milliseconds to import, and
+cold start matters). Request headers are written line by line: a name given several times goes out as several
+lines, in order.
 """
 
 from __future__ import annotations
 
 import contextvars
+import http.client
 import re
+import select
 import socket
 import ssl
+import sys
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from vaultcore.net.ssrf import (
     EgressConnectionError,
@@ -46,9 +55,6 @@ from vaultcore.net.ssrf import (
     resolve_and_check,
     validate_target_url,
 )
-
-if TYPE_CHECKING:
-    from urllib3 import BaseHTTPResponse, HTTPConnectionPool
 
 __all__ = [
     "MAX_TOTAL_TIMEOUT",
@@ -90,6 +96,11 @@ _CLIENT_OWNED_HEADERS = frozenset(
     }
 )
 _CHUNK = 65536
+# Methods that frame an absent body with "Content-Length: 0" (RFC 9110 section 8.6: a user agent should send it
+# when a method defines a meaning for content); the others send no framing header without a body.
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+#: Sent when the caller gives no User-Agent (some WAF rule sets refuse a request without one).
+_DEFAULT_USER_AGENT = "vaultcore-egress/1"
 
 
 class EgressTimeout(EgressError):
@@ -144,19 +155,21 @@ class HttpResponse:
 # Wall-clock deadline
 # --------------------------------------------------------------------------------------------------------------
 
-# urllib3 timeouts bound each socket operation, not the whole call: a target sending one header byte every
+# Socket timeouts bound each socket operation, not the whole call: a target sending one header byte every
 # read_timeout - 1 seconds would never time out. The watchdog enforces the total: when it fires it shuts the
-# connection's socket down, which wakes the blocked recv/handshake in the calling thread.
+# connection's socket down, which wakes the blocked recv/send/handshake in the calling thread. It holds the socket
+# itself (not the connection object): http.client hands a close-delimited response's socket over to the response
+# and forgets it on the connection, and the watchdog must still reach it.
 _ACTIVE_WATCHDOG: contextvars.ContextVar[_Watchdog | None] = contextvars.ContextVar(
     "vaultcore_egress_watchdog", default=None
 )
 
 
 class _Watchdog:
-    __slots__ = ("_conn", "_lock", "_timer", "fired")
+    __slots__ = ("_sock", "_lock", "_timer", "fired")
 
     def __init__(self, seconds: float) -> None:
-        self._conn: Any = None
+        self._sock: socket.socket | None = None
         self._lock = threading.Lock()
         self.fired = False
         self._timer = threading.Timer(max(seconds, 0.0), self._fire)
@@ -169,23 +182,27 @@ class _Watchdog:
     def __exit__(self, *exc: object) -> None:
         self._timer.cancel()
 
-    def attach(self, conn: Any) -> None:
+    def attach(self, sock: socket.socket) -> None:
+        """Watch ``sock`` from now on (shut it down at once when the deadline has already passed)."""
         with self._lock:
-            self._conn = conn
+            self._sock = sock
             if self.fired:
-                self._shutdown(conn)
+                self._shutdown(sock)
+
+    def disarm(self) -> bool:
+        """Stop watching (the socket will not be shut down after this); whether the deadline had fired."""
+        with self._lock:
+            self._sock = None
+            return self.fired
 
     def _fire(self) -> None:
         with self._lock:
             self.fired = True
-            if self._conn is not None:
-                self._shutdown(self._conn)
+            if self._sock is not None:
+                self._shutdown(self._sock)
 
     @staticmethod
-    def _shutdown(conn: Any) -> None:
-        sock = getattr(conn, "sock", None)
-        if sock is None:
-            return
+    def _shutdown(sock: socket.socket) -> None:
         try:
             # socket.socket.shutdown, not SSLSocket.shutdown: the latter also drops the SSL object, which
             # the calling thread may be using at this very moment.
@@ -194,43 +211,137 @@ class _Watchdog:
             pass
 
 
-def _attach_watchdog(conn: Any) -> None:
+def _attach_watchdog(sock: socket.socket) -> None:
     watchdog = _ACTIVE_WATCHDOG.get()
     if watchdog is not None:
-        watchdog.attach(conn)
+        watchdog.attach(sock)
 
 
-@lru_cache(maxsize=1)
-def _pool_classes() -> tuple[type[HTTPConnectionPool], type[HTTPConnectionPool]]:
-    """urllib3 pool classes whose connections report themselves to the active watchdog (lazy import)."""
-    from urllib3.connection import HTTPConnection, HTTPSConnection
-    from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+# --------------------------------------------------------------------------------------------------------------
+# Connections and pools
+# --------------------------------------------------------------------------------------------------------------
 
-    class _WatchedHTTPConnection(HTTPConnection):
-        def connect(self) -> None:
-            _attach_watchdog(self)
-            super().connect()
 
-        def request(self, *args: Any, **kwargs: Any) -> None:
-            _attach_watchdog(self)
-            super().request(*args, **kwargs)
+class _ConnectFailed(Exception):
+    """Internal: the TCP connect to the address failed (refused, unreachable): nothing was sent."""
 
-    class _WatchedHTTPSConnection(HTTPSConnection):
-        def connect(self) -> None:
-            _attach_watchdog(self)
-            super().connect()
 
-        def request(self, *args: Any, **kwargs: Any) -> None:
-            _attach_watchdog(self)
-            super().request(*args, **kwargs)
+def _open_socket(ip: str, port: int, timeout: float | None) -> socket.socket:
+    """A TCP connection to the checked address (never a name), reported to the active watchdog."""
+    try:
+        sock = socket.create_connection((ip, port), timeout=timeout)
+    except (TimeoutError, socket.gaierror):
+        raise  # a connect timeout ends the call (socket-timeout); it does not move on to the next address
+    except OSError as exc:
+        raise _ConnectFailed() from exc
+    try:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except OSError:
+        sock.close()
+        raise
+    _attach_watchdog(sock)
+    return sock
 
-    class _HTTPPool(HTTPConnectionPool):
-        ConnectionCls = _WatchedHTTPConnection
 
-    class _HTTPSPool(HTTPSConnectionPool):
-        ConnectionCls = _WatchedHTTPSConnection
+class _PinnedHTTPConnection(http.client.HTTPConnection):
+    """Plain HTTP to the checked address ``ip``; the caller writes the ``Host`` header (the name) itself."""
 
-    return _HTTPPool, _HTTPSPool
+    def connect(self) -> None:
+        self.sock = _open_socket(self.host, self.port, self.timeout)
+
+
+class _PinnedHTTPSConnection(http.client.HTTPSConnection):
+    """TLS to the checked address ``ip``: SNI and certificate verification use ``server_hostname`` (the name)."""
+
+    _context: ssl.SSLContext  # set by HTTPSConnection.__init__
+
+    def __init__(self, ip: str, port: int, *, context: ssl.SSLContext, server_hostname: str) -> None:
+        super().__init__(ip, port, context=context)
+        self.server_hostname = server_hostname
+
+    def connect(self) -> None:
+        sock = self.sock = _open_socket(self.host, self.port, self.timeout)
+        # The handshake runs after the wrapped socket is attached, so the watchdog can interrupt it too.
+        tls = self._context.wrap_socket(sock, server_hostname=self.server_hostname, do_handshake_on_connect=False)
+        self.sock = tls
+        _attach_watchdog(tls)
+        tls.do_handshake()
+
+
+def _client_tls_context(ca_certs: str | None) -> ssl.SSLContext:
+    """A verified client: TLS >= 1.2, a certificate chaining to the trust store and matching the host name (SAN)."""
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.options |= ssl.OP_NO_COMPRESSION | ssl.OP_NO_TICKET
+    if sys.version_info >= (3, 13):  # what ssl.create_default_context sets from 3.13 on (urllib3 did the same)
+        context.verify_flags |= ssl.VERIFY_X509_PARTIAL_CHAIN | ssl.VERIFY_X509_STRICT
+    context.verify_mode = ssl.CERT_REQUIRED
+    context.check_hostname = True
+    context.hostname_checks_common_name = False  # subjectAltName only
+    context.set_alpn_protocols(["http/1.1"])
+    if ca_certs:
+        context.load_verify_locations(cafile=ca_certs)
+    else:
+        context.load_default_certs()
+    return context
+
+
+def _is_dropped(conn: http.client.HTTPConnection) -> bool:
+    """An idle keep-alive connection the target closed (or wrote to unasked): not to be reused."""
+    sock = conn.sock
+    if sock is None:
+        return True
+    if isinstance(sock, ssl.SSLSocket) and sock.pending():
+        return True  # decrypted bytes nobody asked for
+    try:
+        if hasattr(select, "poll"):
+            poller = select.poll()
+            poller.register(sock, select.POLLIN)
+            return bool(poller.poll(0))
+        return bool(select.select([sock], [], [], 0)[0])
+    except (OSError, ValueError):
+        return True
+
+
+class _Pool:
+    """Idle keep-alive connections to one ``(scheme, host, port, ip)``: at most ``maxsize`` kept, newest first.
+
+    Never blocks: when every connection is busy a new one is opened, and one returned to a full (or closed)
+    pool is closed."""
+
+    __slots__ = ("_new", "_idle", "_lock", "_maxsize", "_closed")
+
+    def __init__(self, new: Any, maxsize: int) -> None:
+        self._new = new
+        self._idle: list[http.client.HTTPConnection] = []
+        self._lock = threading.Lock()
+        self._maxsize = maxsize
+        self._closed = False
+
+    def get(self) -> http.client.HTTPConnection:
+        while True:
+            with self._lock:
+                conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                new_conn: http.client.HTTPConnection = self._new()
+                return new_conn
+            if not _is_dropped(conn):
+                return conn
+            conn.close()
+
+    def put(self, conn: http.client.HTTPConnection) -> None:
+        with self._lock:
+            if not self._closed and len(self._idle) < self._maxsize:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+        for conn in idle:
+            conn.close()
 
 
 class _NextAddress(Exception):
@@ -277,7 +388,8 @@ class SafeHttpClient:
         self._pool_maxsize = pool_maxsize
         self._max_addresses = max_addresses
         self._ca_certs = ca_certs
-        self._pools: OrderedDict[tuple[str, str, int, str], HTTPConnectionPool] = OrderedDict()
+        self._tls: ssl.SSLContext | None = None  # one per client, made at the first https call
+        self._pools: OrderedDict[tuple[str, str, int, str], _Pool] = OrderedDict()
         self._lock = threading.Lock()
 
     # -- public API ------------------------------------------------------------------------------------------
@@ -309,7 +421,13 @@ class SafeHttpClient:
             raise InvalidRequest("Outbound request method is not allowed.")
         target = validate_target_url(url, self.policy)
         payload = self._encode_body(body)
-        header_dict = self._build_headers(target, headers)
+        header_lines = self._build_headers(target, headers)
+        # Framing is the client's own (callers' Content-Length/Transfer-Encoding are dropped): the body's length,
+        # and "0" for a POST/PUT/PATCH without one.
+        if payload is not None:
+            header_lines.append(("Content-Length", str(len(payload))))
+        elif method in _BODY_METHODS:
+            header_lines.append(("Content-Length", "0"))
 
         # Resolution is part of the budget. getaddrinfo has no timeout of its own; the VPC resolver answers
         # or fails within a few seconds.
@@ -320,7 +438,7 @@ class SafeHttpClient:
         last_error: EgressError = EgressConnectionError()
         for ip in addresses[: self._max_addresses]:
             try:
-                return self._attempt(method, target, str(ip), header_dict, payload, deadline)
+                return self._attempt(method, target, str(ip), header_lines, payload, deadline)
             except _NextAddress:
                 last_error = EgressConnectionError(reason="connect")
                 if time.monotonic() >= deadline:
@@ -356,14 +474,13 @@ class SafeHttpClient:
         return body
 
     @staticmethod
-    def _build_headers(target: ParsedTarget, headers: Mapping[str, str] | Iterable[tuple[str, str]] | None) -> Any:
-        from urllib3 import HTTPHeaderDict
-
-        result = HTTPHeaderDict()
+    def _build_headers(
+        target: ParsedTarget, headers: Mapping[str, str] | Iterable[tuple[str, str]] | None
+    ) -> list[tuple[str, str]]:
         # Host is the name, not the address we connect to: virtual hosting and the target's logs see the
         # configured URL.
-        result.add("Host", target.host_header)
-        result.add("Accept-Encoding", "identity")
+        result = [("Host", target.host_header), ("Accept-Encoding", "identity")]
+        has_user_agent = False
         items = headers.items() if isinstance(headers, Mapping) else (headers or ())
         for name, value in items:
             if not isinstance(name, str) or not isinstance(value, str) or not _TOKEN.match(name):
@@ -375,35 +492,49 @@ class SafeHttpClient:
                 value.encode("latin-1")
             except UnicodeEncodeError:
                 raise InvalidRequest("Outbound request header is invalid.") from None
-            if name.lower() in _CLIENT_OWNED_HEADERS:
+            lowered = name.lower()
+            if lowered in _CLIENT_OWNED_HEADERS:
                 continue
-            result.add(name, value)
+            has_user_agent = has_user_agent or lowered == "user-agent"
+            result.append((name, value))  # one line per value, in order: repeated names stay repeated
+        if not has_user_agent:
+            result.append(("User-Agent", _DEFAULT_USER_AGENT))
         return result
 
-    def _pool(self, target: ParsedTarget, ip: str) -> HTTPConnectionPool:
+    def _tls_context(self) -> ssl.SSLContext:
+        context = self._tls
+        if context is None:
+            made = _client_tls_context(self._ca_certs)  # outside the lock: loading the trust store takes a while
+            with self._lock:
+                if self._tls is None:
+                    self._tls = made
+                context = self._tls
+        return context
+
+    def _pool(self, target: ParsedTarget, ip: str) -> _Pool:
         key = (target.scheme, target.host, target.port, ip)
         with self._lock:
             pool = self._pools.get(key)
             if pool is not None:
                 self._pools.move_to_end(key)
                 return pool
-        http_pool, https_pool = _pool_classes()
+        port, host = target.port, target.host
         if target.scheme == "https":
-            new_pool: HTTPConnectionPool = https_pool(
-                ip,
-                target.port,
-                maxsize=self._pool_maxsize,
-                block=False,
-                retries=False,
-                cert_reqs="CERT_REQUIRED",
-                ca_certs=self._ca_certs,
-                server_hostname=target.host,  # SNI for the name, not the address
-                assert_hostname=target.host,  # certificate must match the name
-                ssl_minimum_version=ssl.TLSVersion.TLSv1_2,
-            )
+            try:
+                context = self._tls_context()
+            except (OSError, ValueError):  # an unreadable ca_certs bundle (ssl.SSLError is an OSError)
+                raise EgressConnectionError(reason="tls") from None
+
+            def new() -> http.client.HTTPConnection:
+                # SNI and the certificate check use the name, the socket goes to the checked address
+                return _PinnedHTTPSConnection(ip, port, context=context, server_hostname=host)
         else:
-            new_pool = http_pool(ip, target.port, maxsize=self._pool_maxsize, block=False, retries=False)
-        evicted: list[HTTPConnectionPool] = []
+
+            def new() -> http.client.HTTPConnection:
+                return _PinnedHTTPConnection(ip, port)
+
+        new_pool = _Pool(new, self._pool_maxsize)
+        evicted: list[_Pool] = []
         with self._lock:
             pool = self._pools.get(key)
             if pool is None:
@@ -421,86 +552,96 @@ class SafeHttpClient:
         method: str,
         target: ParsedTarget,
         ip: str,
-        headers: Any,
+        headers: list[tuple[str, str]],
         body: bytes | None,
         deadline: float,
     ) -> HttpResponse:
-        from urllib3 import Timeout
-        from urllib3 import exceptions as u3
-
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise EgressTimeout()
         pool = self._pool(target, ip)
-        timeout = Timeout(connect=min(self.connect_timeout, remaining), read=min(self.read_timeout, remaining))
+        connect_timeout = min(self.connect_timeout, remaining)
+        read_timeout = min(self.read_timeout, remaining)
+        conn = pool.get()
         watchdog = _Watchdog(remaining)
         token = _ACTIVE_WATCHDOG.set(watchdog)
-        response: BaseHTTPResponse | None = None
+        response: http.client.HTTPResponse | None = None
+        reusable = False
         try:
             with watchdog:
                 try:
-                    response = pool.urlopen(
-                        method,
-                        target.request_target,
-                        body=body,
-                        headers=headers,
-                        retries=False,  # no retries: a request with card data must not be sent twice
-                        redirect=False,  # no redirects, ever (SSRF via Location)
-                        assert_same_host=False,
-                        timeout=timeout,
-                        preload_content=False,
-                        decode_content=False,
-                        release_conn=False,
-                    )
-                    payload = self._read_capped(response, watchdog)
-                except (u3.HTTPError, OSError) as exc:
-                    if response is not None:
-                        response.close()
-                        response.release_conn()
+                    # The connect timeout bounds the TCP connect, the TLS handshake and sending the request;
+                    # the read timeout each wait for the response.
+                    if conn.sock is None:
+                        conn.timeout = connect_timeout
+                        conn.connect()
+                    else:
+                        watchdog.attach(conn.sock)
+                    sock = conn.sock
+                    assert sock is not None
+                    sock.settimeout(connect_timeout)
+                    # Every header line is ours: no Host or Accept-Encoding added by http.client.
+                    conn.putrequest(method, target.request_target, skip_host=True, skip_accept_encoding=True)
+                    for name, value in headers:
+                        conn.putheader(name, value)
+                    conn.endheaders(body)
+                    sock.settimeout(read_timeout)
+                    response = conn.getresponse()
+                    payload = self._read_capped(response)
+                    fired = watchdog.disarm()
+                except _ConnectFailed:
                     if watchdog.fired or time.monotonic() >= deadline:
                         raise EgressTimeout(reason="deadline") from None
-                    if isinstance(exc, u3.NewConnectionError) and not isinstance(exc, u3.NameResolutionError):
-                        raise _NextAddress() from None
-                    if isinstance(exc, u3.TimeoutError | TimeoutError):
+                    raise _NextAddress() from None
+                except (OSError, http.client.HTTPException) as exc:
+                    if watchdog.fired or time.monotonic() >= deadline:
+                        raise EgressTimeout(reason="deadline") from None
+                    if isinstance(exc, TimeoutError):
                         raise EgressTimeout(reason="socket-timeout") from None
-                    if isinstance(exc, u3.SSLError | ssl.SSLError):
+                    if isinstance(exc, ssl.SSLError):
                         raise EgressConnectionError(reason="tls") from None
+                    if isinstance(exc, socket.gaierror):
+                        raise EgressConnectionError(reason="connect") from None
                     raise EgressConnectionError(reason="io") from None
+            if fired:
+                # A close-delimited body ends with EOF, which is also what the watchdog's shutdown looks like:
+                # never return a body the deadline may have truncated.
+                raise EgressTimeout(reason="deadline")
+            # Fully read (the response closed itself at the end of its body) and keep-alive: back to the pool.
+            reusable = response.isclosed() and not response.will_close and conn.sock is not None
         finally:
             _ACTIVE_WATCHDOG.reset(token)
-        return HttpResponse(status=response.status, headers=tuple(response.headers.items()), body=payload)
+            if reusable:
+                pool.put(conn)
+            else:
+                # Close, never drain: draining would read an oversized or endless body anyway.
+                if response is not None:
+                    response.close()
+                conn.close()
+        return HttpResponse(status=response.status, headers=tuple(response.getheaders()), body=payload)
 
-    def _read_capped(self, response: BaseHTTPResponse, watchdog: _Watchdog) -> bytes:
+    def _read_capped(self, response: http.client.HTTPResponse) -> bytes:
         cap = self.max_response_bytes
-        declared = response.headers.get("Content-Length")
+        declared = response.getheader("Content-Length")
         if declared is not None and declared.strip().isdigit() and int(declared) > cap:
-            self._abandon(response)
-            raise ResponseTooLarge()
+            raise ResponseTooLarge()  # the caller closes the connection
         chunks: list[bytes] = []
         size = 0
         while True:
-            # Ask for at most one byte past the cap: enough to know it was exceeded, never more.
-            chunk = response.read(min(_CHUNK, cap + 1 - size), decode_content=False)
+            # Ask for at most one byte past the cap: enough to know it was exceeded, never more. The response
+            # undoes the chunked framing (never a content coding: the body is returned as sent).
+            chunk = response.read(min(_CHUNK, cap + 1 - size))
             if not chunk:
                 break
             size += len(chunk)
             if size > cap:
-                self._abandon(response)
-                raise ResponseTooLarge()
+                raise ResponseTooLarge()  # the caller closes the connection
             chunks.append(chunk)
-        if watchdog.fired:
-            # A close-delimited body ends with EOF, which is also what the watchdog's shutdown looks like:
-            # never return a body the deadline may have truncated.
-            self._abandon(response)
-            raise EgressTimeout(reason="deadline")
-        response.release_conn()  # fully read: the connection goes back to the pool
+        if response.length:
+            # EOF before the declared Content-Length (http.client returns the short body as if complete; a
+            # truncated answer is a failed exchange, never the target's response).
+            raise http.client.IncompleteRead(b"".join(chunks), response.length)
         return b"".join(chunks)
-
-    @staticmethod
-    def _abandon(response: BaseHTTPResponse) -> None:
-        # Close, never drain: draining would read the oversized body anyway. The pool replaces the connection.
-        response.close()
-        response.release_conn()
 
 
 @lru_cache(maxsize=1)

@@ -56,6 +56,8 @@ VALIDATION_URL_ENV = "WALLET_MERCHANT_VALIDATION_URL"
 #: Runner only (its stand-in's CA bundle): ignored without VAULT_ALLOW_LOCAL_EGRESS=1 or with ENVIRONMENT=prod.
 VALIDATION_CA_ENV = "WALLET_MERCHANT_VALIDATION_CA_FILE"
 _TOTAL_SECONDS = 15.0
+_CONNECT_SECONDS = 3.0
+_USER_AGENT = "vaultcore-wallet/1"
 _MAX_RESPONSE = 65_536
 _log = get_logger("wallet.session")
 
@@ -106,8 +108,9 @@ def _ssl_context(certificate_pem: str, key_pem: str) -> ssl.SSLContext:
     cached = _contexts.get(cache_key)
     if cached is not None:
         return cached
-    context = ssl.create_default_context(cafile=cafile)
+    context = ssl.create_default_context(cafile=cafile)  # certificate and host name (SNI name) required
     context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.set_alpn_protocols(["http/1.1"])
     # Python's ssl loads a client key only from a path. An anonymous memory file (memfd, Linux: Lambda and the
     # local runner) gives it one without the key ever reaching a disk; it is closed as soon as it is loaded.
     fds = []
@@ -126,9 +129,10 @@ def _ssl_context(certificate_pem: str, key_pem: str) -> ssl.SSLContext:
 
 def request_session(url: str, body: dict[str, Any], certificate_pem: str, key_pem: str) -> dict[str, Any]:
     """POST ``body`` to the vendor over mutual TLS; the session object, or WalletError 719 (HTTP 502)."""
-    from urllib3 import HTTPSConnectionPool, Timeout
-    from urllib3 import exceptions as u3
+    import http.client
+    import socket
 
+    from vaultcore.net.http import _ConnectFailed, _PinnedHTTPSConnection  # the egress client's pinned connection
     from vaultcore.net.ssrf import EgressError, EgressPolicy, resolve_and_check, validate_target_url
 
     def fail(reason: str) -> WalletError:
@@ -145,23 +149,43 @@ def request_session(url: str, body: dict[str, Any], certificate_pem: str, key_pe
         raise fail(f"egress-{exc.reason}") from None
     context = _ssl_context(certificate_pem, key_pem)
     payload = json.dumps(body).encode("utf-8")
-    headers = {"Host": target.host_header, "Content-Type": "application/json", "Accept": "application/json",
-               "Accept-Encoding": "identity"}
+    headers = (("Host", target.host_header), ("Content-Type", "application/json"), ("Accept", "application/json"),
+               ("Accept-Encoding", "identity"), ("User-Agent", _USER_AGENT), ("Content-Length", str(len(payload))))
     for ip in addresses[:4]:
-        pool = HTTPSConnectionPool(str(ip), target.port, ssl_context=context, server_hostname=target.host,
-                                   assert_hostname=target.host, retries=False, maxsize=1,
-                                   timeout=Timeout(connect=3.0, read=_TOTAL_SECONDS - 3.0))
+        # The socket goes to the checked address; SNI and the certificate check use the name (the context checks
+        # the host name). No redirect is followed: a 3xx is just not a 200.
+        conn = _PinnedHTTPSConnection(str(ip), target.port, context=context, server_hostname=target.host)
+        conn.timeout = _CONNECT_SECONDS
+        response: http.client.HTTPResponse | None = None
         try:
-            response = pool.urlopen("POST", target.request_target, body=payload, headers=headers, redirect=False,
-                                    retries=False, preload_content=False, assert_same_host=False)
-            data = response.read(_MAX_RESPONSE + 1, decode_content=False)
-            response.release_conn()
-        except u3.NewConnectionError:
-            continue  # nothing was sent: the next checked address
-        except (u3.HTTPError, OSError) as exc:
-            raise fail("tls" if isinstance(exc, u3.SSLError | ssl.SSLError) else "io") from None
+            try:
+                conn.connect()  # TCP connect and TLS handshake, each bounded by the connect timeout
+            except (_ConnectFailed, socket.gaierror):
+                continue  # nothing was sent: the next checked address
+            assert conn.sock is not None
+            conn.putrequest("POST", target.request_target, skip_host=True, skip_accept_encoding=True)
+            for name, value in headers:
+                conn.putheader(name, value)
+            conn.endheaders(payload)
+            conn.sock.settimeout(_TOTAL_SECONDS - _CONNECT_SECONDS)  # the read timeout
+            response = conn.getresponse()
+            chunks: list[bytes] = []
+            size = 0
+            while size <= _MAX_RESPONSE:  # at most one byte past the cap, never drained
+                chunk = response.read(_MAX_RESPONSE + 1 - size)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+            if size <= _MAX_RESPONSE and response.length:
+                raise http.client.IncompleteRead(b"".join(chunks), response.length)  # closed before its length
+            data = b"".join(chunks)
+        except (OSError, http.client.HTTPException) as exc:
+            raise fail("tls" if isinstance(exc, ssl.SSLError) else "io") from None
         finally:
-            pool.close()
+            if response is not None:
+                response.close()
+            conn.close()
         if response.status != 200:
             raise fail(f"status-{response.status}")
         if len(data) > _MAX_RESPONSE:
