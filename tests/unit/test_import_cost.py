@@ -18,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 APPS = sorted((ROOT / "functions").glob("*/app.py"))
-NEVER = {"boto3", "s3transfer", "aws_lambda_powertools", "pydantic", "lxml"}
+NEVER = {"boto3", "s3transfer", "aws_lambda_powertools", "pydantic", "lxml", "urllib3"}
 PROXY_ONLY = {"jsonpath_ng", "regex"}
 PROBE = """
 import gc, importlib.util, json, sys
@@ -83,4 +83,4 @@ def test_with_botocore_chosen_the_clients_share_one_session(function):
     result = _init(ROOT / "functions" / function / "app.py", VAULT_AWS_SDK="botocore")
     assert result["clients"] and result["kinds"] != ["JsonServiceClient"]
     assert result["sessions"] == 1  # one botocore session per container
-    assert not {m.split(".")[0] for m in result["modules"]} & NEVER
+    assert not {m.split(".")[0] for m in result["modules"]} & (NEVER - {"urllib3"})  # botocore brings urllib3
