@@ -41,6 +41,9 @@ def platform(monkeypatch):
     # is exercised over real HTTP against moto servers (tests/integration/test_aws_json_client.py, the e2e suite).
     monkeypatch.setenv("VAULT_AWS_SDK", "botocore")
     saved = dict(os.environ)
+    from local import moto_atomic
+
+    moto_atomic.install()  # conditional writes atomic per item, as DynamoDB's (moto checks, then writes)
     with mock_aws():
         from local.runner import Platform
 

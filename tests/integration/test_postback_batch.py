@@ -93,6 +93,9 @@ def test_a_postback_sqs_refused_waits_in_the_outbox_and_is_delivered(platform, m
         assert "Messages" not in sqs.receive_message(QueueUrl=real_queue, WaitTimeSeconds=0)
         monkeypatch.setenv("POSTBACK_QUEUE_URL", real_queue)
         reset_settings()
+        # written with the transaction, left to the request that wrote it for the grace period
+        assert platform.invoke("PostbackOutboxFunction", {}) == {"sent": 0}
+        monkeypatch.setenv("POSTBACK_OUTBOX_GRACE_SECONDS", "0")
         assert platform.invoke("PostbackOutboxFunction", {}) == {"sent": 1}
         assert platform.invoke("PostbackOutboxFunction", {}) == {"sent": 0}  # left the outbox
         m = sqs.receive_message(QueueUrl=real_queue, AttributeNames=["All"])["Messages"][0]
@@ -173,8 +176,8 @@ def test_a_delivered_message_costs_at_most_two_aws_calls(platform):
         with AwsCalls() as calls:
             assert platform.invoke("PostbackFunction", _event(messages)) == {"batchItemFailures": []}
         assert len(receiver.delivered("/ok")) == 11
-        # the claim (conditional PutItem) and the attempt + delivered state (one BatchWriteItem), nothing else
-        assert dict(calls.by_operation) == {"dynamodb.PutItem": 10, "dynamodb.BatchWriteItem": 10}
+        # the claim (conditional UpdateItem) and the attempt + delivered state (one BatchWriteItem), nothing else
+        assert dict(calls.by_operation) == {"dynamodb.UpdateItem": 10, "dynamodb.BatchWriteItem": 10}
         assert calls.total <= 2 * 10
         for m in messages:
             log = _log(platform, account, json.loads(m["Body"])["transaction_id"])
@@ -234,10 +237,14 @@ def test_a_hanging_destination_holds_up_nobody_and_is_then_deferred(platform, mo
         healthy.close()
 
 
-def test_the_last_receive_is_attempted_even_when_the_circuit_is_open(platform):
+def test_a_deferral_on_the_last_receive_requeues_a_fresh_copy_and_uses_no_attempt(platform, monkeypatch):
+    """Issue 18: deferrals while the circuit is open are not attempts. On the queue's last receive (the next
+    would move the message to the DLQ) the message is queued again as a fresh copy; its first real POST is
+    still attempt 1."""
     from vaultcore.postback.breaker import destination_of
     from vaultcore.postback.sender import breaker, max_receive_count
 
+    monkeypatch.setenv("POSTBACK_RETRY_SCHEDULE", "0")
     receiver = Receiver()
     try:
         account = _account_with(platform, receiver.url + "/ok")
@@ -250,10 +257,50 @@ def test_the_last_receive_is_attempted_even_when_the_circuit_is_open(platform):
         event = _event([early, last])
         event["Records"][1]["attributes"]["ApproximateReceiveCount"] = str(max_receive_count())
         result = _handler(platform)(event, _Context(30))
+        # the early one is given back (visibility); the last one's copy is on the queue, so it is acknowledged
         assert result == {"batchItemFailures": [{"itemIdentifier": early["MessageId"]}]}
+        assert receiver.count("/ok") == 0
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        sqs.delete_message(QueueUrl=platform.refs["PostbackQueue"], ReceiptHandle=early["ReceiptHandle"])
+        copies = _receive(platform, 2)
+        assert [json.loads(c["Body"])["delivery_id"] for c in copies] == [json.loads(last["Body"])["delivery_id"]]
+        assert copies[0]["Attributes"]["ApproximateReceiveCount"] == "1"
+        breaker().clear()
+        assert _handler(platform)(_event(copies), _Context(30)) == {"batchItemFailures": []}
         (delivered,) = receiver.delivered("/ok")
         assert delivered["headers"]["Vault-Delivery-Id"] == json.loads(last["Body"])["delivery_id"]
-        assert not breaker().is_open(destination_of(receiver.url))  # it answered: closed again
+        assert delivered["headers"]["Vault-Delivery-Attempt"] == "1"
+    finally:
+        receiver.close()
+
+
+def test_attempts_not_receives_decide_the_dead_letter_queue(platform, monkeypatch):
+    """Issue 18: every POST gets its own attempt number, and the message reaches the DLQ after exactly
+    maxReceiveCount real POSTs, even when SQS counted fewer receives (a fresh copy)."""
+    from vaultcore.postback.sender import max_receive_count
+
+    monkeypatch.setenv("POSTBACK_RETRY_SCHEDULE", "0")
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/down")
+        _sale(platform, account)
+        (m,) = _receive(platform, 1)
+        for i in range(max_receive_count()):
+            result = _handler(platform)(_event([m]), _Context(30))
+            last = i == max_receive_count() - 1
+            assert result == ({"batchItemFailures": []} if last else
+                              {"batchItemFailures": [{"itemIdentifier": m["MessageId"]}]})
+        posts = receiver.requests
+        assert [r["headers"]["Vault-Delivery-Attempt"] for r in posts] == [
+            str(n) for n in range(1, max_receive_count() + 1)]
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        dead = sqs.receive_message(QueueUrl=platform.refs["PostbackDeadLetterQueue"], MaxNumberOfMessages=10,
+                                   VisibilityTimeout=0).get("Messages", [])
+        assert [json.loads(d["Body"])["delivery_id"] for d in dead] == [json.loads(m["Body"])["delivery_id"]]
+        # another copy of it is not POSTed again: its attempts are used up (it joins the DLQ, where a redrive
+        # delivers the delivery id once, whatever the number of copies)
+        assert _handler(platform)(_event([m]), _Context(30)) == {"batchItemFailures": []}
+        assert len(receiver.requests) == max_receive_count()
     finally:
         receiver.close()
 

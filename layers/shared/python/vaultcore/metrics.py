@@ -256,15 +256,15 @@ def gateway_error(code: Any) -> None:
 
 
 def postback_batch(results: list[str], dead_lettered: int) -> None:
-    """One postback batch, from its records' outcomes (``delivered``, ``failed``, ``deferred``, ``skipped``,
-    ``error``): attempts are the POSTs made (delivered + failed)."""
+    """One postback batch, from its records' outcomes (``delivered``, ``failed``, ``dead-lettered``, ``deferred``,
+    ``requeued``, ``skipped``, ``error``): attempts are the POSTs made (delivered + failed + dead-lettered)."""
     delivered = results.count("delivered")
-    failed = results.count("failed")
+    failed = results.count("failed") + results.count("dead-lettered")
     count("PostbackAttempts", delivered + failed)
     count("PostbackDelivered", delivered)
     count("PostbackFailed", failed - dead_lettered)
     count("PostbackDeadLettered", dead_lettered)
-    count("PostbackDeferred", results.count("deferred"))
+    count("PostbackDeferred", results.count("deferred") + results.count("requeued"))
     count("PostbackErrors", results.count("error"))
 
 

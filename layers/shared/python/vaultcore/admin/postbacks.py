@@ -53,8 +53,9 @@ def redrive(request: Request) -> Response:
         if not messages:
             break
         for m in messages:
+            # A fresh message and a fresh attempt count (the delivery log counts attempts): the full schedule.
+            deliveries.restart_attempts(m["Body"])
             with aws_errors("postback enqueue"):
-                # A fresh message: its receive count starts again, so it gets the full retry schedule.
                 sqs.send_message(QueueUrl=settings().postback_queue_url, MessageBody=m["Body"])
                 sqs.delete_message(QueueUrl=settings().postback_dlq_url, ReceiptHandle=m["ReceiptHandle"])
             moved += 1

@@ -15,7 +15,8 @@ payload; our records must never hold card data. So:
   condition), or when an ``INPROGRESS`` record with the same fingerprint was abandoned (its holder crashed:
   ``in_progress_expiry`` passed). Losing returns the old record (``ReturnValuesOnConditionCheckFailure``):
   another fingerprint -> error 600; ``COMPLETED`` -> the stored response is replayed; still in progress ->
-  error 601 (HTTP 409).
+  error 601 (HTTP 409). The condition also admits the same claim again (``transaction_id`` is random per
+  request): an SDK retry of a claim whose answer was lost is this request's own claim, not a collision.
 * A taken-over record names the transaction_id its first holder reserved; if that transaction was written
   before the crash, its stored response is the answer (no second charge).
 * :func:`complete` stores the final response, which holds no clear card data: gateway responses carry last4
@@ -87,9 +88,11 @@ def claim(account_id: str, key: str, print_: str, transaction_id: str, now: int)
             out = dynamodb().put_item(
                 TableName=_table(), Item=to_item(item), ReturnValues="ALL_OLD",
                 ConditionExpression=("attribute_not_exists(id) OR expiration < :now OR "
-                                     "(#s = :inprogress AND in_progress_expiry < :now AND fingerprint = :fp)"),
+                                     "(#s = :inprogress AND in_progress_expiry < :now AND fingerprint = :fp) OR "
+                                     "(#s = :inprogress AND transaction_id = :tid AND fingerprint = :fp)"),
                 ExpressionAttributeNames={"#s": "status"},
-                ExpressionAttributeValues=to_item({":now": now, ":inprogress": "INPROGRESS", ":fp": print_}),
+                ExpressionAttributeValues=to_item({":now": now, ":inprogress": "INPROGRESS", ":fp": print_,
+                                                   ":tid": transaction_id}),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD")
     except ConditionFailed as exc:
         cause = exc.__cause__
@@ -98,23 +101,30 @@ def claim(account_id: str, key: str, print_: str, transaction_id: str, now: int)
             return Claim("in_progress", rid, transaction_id)
         if not hmac.compare_digest(str(old.get("fingerprint", "")).encode(), print_.encode()):
             return Claim("mismatch", rid, transaction_id)
+        if old.get("transaction_id") == transaction_id and old.get("status") == "INPROGRESS":
+            return Claim("new", rid, transaction_id)  # pragma: no cover - the condition admits it already
         if old.get("status") == "COMPLETED" and isinstance(old.get("response"), str):
             return Claim("replay", rid, str(old.get("transaction_id", "")), json.loads(old["response"]),
                          int(old.get("http_status", 200)))
         return Claim("in_progress", rid, transaction_id)
     previous = from_item(out.get("Attributes"))
+    if previous and previous.get("transaction_id") == transaction_id:
+        return Claim("new", rid, transaction_id)  # a retry of this very claim: the first try was applied
     if previous and previous.get("status") == "INPROGRESS" and int(previous.get("expiration", 0)) >= now:
         return Claim("takeover", rid, transaction_id, previous_transaction_id=previous.get("transaction_id"))
     return Claim("new", rid, transaction_id)
 
 
 def complete(claim_: Claim, response: dict[str, Any], status: int = 200) -> None:
-    """Store the final response (one UpdateItem), only while this request still holds the claim."""
+    """Store the final response (one UpdateItem), only while this request still holds the claim.
+
+    The condition also admits a retry of this very update (already COMPLETED with the same transaction id).
+    """
     with aws_errors("idempotency complete"):
         dynamodb().update_item(
             TableName=_table(), Key=to_item({"id": claim_.record_id}),
             UpdateExpression="SET #s = :done, #r = :resp, http_status = :code, transaction_id = :tid",
-            ConditionExpression="transaction_id = :mine",
+            ConditionExpression="transaction_id = :mine OR (#s = :done AND transaction_id = :tid)",
             ExpressionAttributeNames=_NAMES,
             ExpressionAttributeValues=to_item({":done": "COMPLETED", ":resp": json.dumps(response),
                                                ":code": status, ":tid": response.get("transaction_id") or

@@ -1,5 +1,10 @@
 """Postback enqueueing: one SQS message per SALE, AUTHORIZATION and CAPTURE of an account with a postback URL.
 
+The message is first written to the outbox in the same transaction as the transaction item
+(``gateway.store.record_transaction``), then put on the queue (:func:`send`): a charge is never recorded
+without its postback, and a request that dies between the two leaves the message to the outbox sweeper, or to
+an idempotent replay of its key (:func:`send_if_unsent`).
+
 The postback function (another module) consumes exactly this message body (JSON)::
 
     {"delivery_id": "<uuid4, stable across retries>", "account_id": "<12 digits>",
@@ -30,7 +35,7 @@ from vaultcore.settings import settings
 from vaultcore.store.aws import client
 from vaultcore.store.ddb import aws_errors
 
-__all__ = ["postback_entry", "postback_message", "enqueue_postback"]
+__all__ = ["postback_entry", "postback_message", "outbox_message", "send", "send_if_unsent"]
 
 
 def postback_entry(account: Any, response: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
@@ -52,21 +57,40 @@ def postback_message(account: Any, response: dict[str, Any], item: dict[str, Any
             "response": postback_entry(account, response, item)}
 
 
-def enqueue_postback(account: Any, response: dict[str, Any], item: dict[str, Any]) -> str | None:
-    """Send the message; returns its delivery_id, or None when the account has no postback URL."""
-    if not account.postback_url:
+def outbox_message(account: Any, response: dict[str, Any], item: dict[str, Any]) -> dict[str, Any] | None:
+    """The postback message of a transaction, or None when the account has no postback URL (or no queue)."""
+    if not account.postback_url or not settings().postback_queue_url:
         return None
-    queue = settings().postback_queue_url
-    if not queue:
-        return None
-    message = postback_message(account, response, item)
+    return postback_message(account, response, item)
+
+
+def send(message: dict[str, Any]) -> bool:
+    """Put a message whose outbox entry is already written on the queue; False when SQS refused it.
+
+    Nothing is lost on False: the outbox entry stays until the sweeper queues it (vaultcore.postback.outbox).
+    A lost SendMessage answer can queue two copies; the sender's claim delivers the message once.
+    """
     try:
         with aws_errors("postback enqueue"):
-            client("sqs").send_message(QueueUrl=queue, MessageBody=json.dumps(message, separators=(",", ":")))
+            client("sqs").send_message(QueueUrl=settings().postback_queue_url,
+                                       MessageBody=json.dumps(message, separators=(",", ":")))
     except DependencyError:
-        # The charge is done: the postback must not be lost. The outbox keeps it until the sweeper queues it
-        # (vaultcore.postback.outbox); if this write fails too, the caller logs it loudly.
-        from vaultcore.postback.deliveries import save_unsent
+        return False
+    return True
 
-        save_unsent(message)
-    return message["delivery_id"]
+
+def send_if_unsent(account_id: str, delivery_id: str) -> bool:
+    """On an idempotent replay: queue the transaction's postback if its first request died before doing so.
+
+    Returns True when the message was queued now. Reads the outbox entry (one GetItem); only an entry still
+    ``unsent`` is queued, then marked (conditionally: a sweep may have done the same meanwhile).
+    """
+    from vaultcore.postback.deliveries import load_message, mark_sent
+
+    entry = load_message(account_id, delivery_id)
+    if entry is None or entry.get("state") != "unsent" or not isinstance(entry.get("message"), str):
+        return False
+    if not send(json.loads(entry["message"])):
+        return False
+    mark_sent(account_id, delivery_id)
+    return True

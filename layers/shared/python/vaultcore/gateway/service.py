@@ -9,7 +9,16 @@ The flow of one request (each step raises :class:`GatewayError`, mapped once by 
 4. CAPTURE: one conditional UpdateItem on the authorization, then the capture's own item;
    SALE / AUTHORIZATION: resolve the payment data (token payment rules 1-4, the iframe's etoken), check it,
    auto-tokenize (rule 7), ask the sandbox processor, write the transaction;
-5. enqueue the postback, store the idempotent response, answer.
+5. write the transaction and its postback's outbox entry in one transaction (``store.record_transaction``),
+   queue the postback, store the idempotent response, answer.
+
+Exactly once under faults (issue 18). Every write of a request carries the request's identity (``writer``), so
+an SDK retry of a write whose answer was lost is recognised as the same write. The transaction write has three
+outcomes: written (the answer is the transaction), not written (certain, because a fence now holds the id:
+"nothing was charged", the idempotency key is released), or unknown (DynamoDB cannot tell now: error 1 "outcome
+unknown", HTTP 500, and the key stays held, so the retry with the same key finds the transaction, or fences the
+id, once the 30-second lock has passed). A replay that finds a transaction whose request died before queueing
+its postback queues it.
 
 Token payment rules (spec, "POST {gateway_url}/api/qsapi/3.8"), where each is enforced:
 
@@ -40,6 +49,7 @@ authorized amount, by the same account.
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 from vaultcore import clock, metrics
@@ -134,19 +144,22 @@ def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[in
         _check_token_access(account, req)
 
     transaction_id = processor.new_transaction_id()
+    writer = uuid.uuid4().hex  # this request's identity on every conditional write it makes
     claim: idempotency.Claim | None = None
     if key is not None:
         claim = idempotency.claim(account.account_id, key, idempotency.fingerprint(req.values,
                                                                                   variables["api_accesskey"]),
                                   transaction_id, int(now))
-        replay = _claim_outcome(claim, account.account_id)
+        replay = _claim_outcome(claim, account, req)
         if replay is not None:
             return replay
     try:
         if req.source == "capture":
-            response, item = _capture(account, req, transaction_id, int(now))
+            response, item, message = _capture(account, req, transaction_id, writer, int(now))
         else:
-            response, item, payment = _pay(account, req, payment, transaction_id, now)
+            response, item, payment, message = _pay(account, req, payment, transaction_id, writer, now)
+    except OutcomeUnknown:
+        raise  # something may be recorded: the key stays held until its lock passes and a retry settles it
     except BaseException:
         # Nothing was written: free the key so that a corrected retry runs again (not stored, like Stripe's
         # validation failures).
@@ -155,11 +168,10 @@ def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[in
         raise
     metrics.gateway_outcome(bool(response.get("transaction_approved")), req.transaction_type,
                             response.get("error_code"))
-    try:
-        postbacks.enqueue_postback(account, response, item)
-    except Exception:  # noqa: BLE001 - the charge is done and recorded; a lost postback must not hide it
-        _log.error("postback enqueue failed", extra={"transaction_id": item["transaction_id"],
-                                                     "account_id": account.account_id})
+    if message is not None and not postbacks.send(message):
+        # Recorded with the transaction: the outbox sweeper queues it. Logged for the operator's metrics.
+        _log.warning("postback left in the outbox", extra={"transaction_id": item["transaction_id"],
+                                                           "account_id": account.account_id})
     if claim is not None and _storable(response, payment):
         _quietly(idempotency.complete, claim, response)
     return 200, response, {}
@@ -183,7 +195,15 @@ def _idempotency_key(header_key: str | None, req: GatewayRequest) -> str | None:
     return variable
 
 
-def _claim_outcome(claim: idempotency.Claim, account_id: str) -> tuple[int, dict[str, Any], dict[str, str]] | None:
+class OutcomeUnknown(GatewayError):
+    """Error 1 when a transaction may have been recorded: the idempotency key is kept, never released."""
+
+    def __init__(self) -> None:
+        super().__init__(E.INTERNAL)
+
+
+def _claim_outcome(claim: idempotency.Claim, account: accounts.Account, req: GatewayRequest
+                   ) -> tuple[int, dict[str, Any], dict[str, str]] | None:
     if claim.state == "mismatch":
         raise GatewayError(E.IDEMPOTENCY_MISMATCH)
     if claim.state == "in_progress":
@@ -191,12 +211,27 @@ def _claim_outcome(claim: idempotency.Claim, account_id: str) -> tuple[int, dict
     if claim.state == "replay":
         return claim.status, claim.response or {}, {"Idempotent-Replayed": "true"}
     if claim.state == "takeover" and claim.previous_transaction_id:
-        # The first attempt died after reserving an id; if it wrote its transaction, that is the answer.
-        item = store.get_transaction(account_id, claim.previous_transaction_id, consistent=True)
+        # The first attempt died (or could not tell its outcome) after reserving an id. Settle that id: its
+        # transaction is the answer, or a fence makes sure it never appears and this request charges instead.
+        previous = claim.previous_transaction_id
+        try:
+            item = store.settle(account.account_id, previous)
+        except VaultError:
+            # Cannot tell now: the key is held again by this request, for its lock time; retry later.
+            raise OutcomeUnknown() from None
         if item is not None:
             response = response_from_item(item)
+            if item.get("delivery_id"):
+                try:
+                    postbacks.send_if_unsent(account.account_id, str(item["delivery_id"]))
+                except VaultError:  # the outbox entry stays: the sweeper queues it
+                    _log.warning("postback resend on replay failed", extra={"transaction_id": previous})
             _quietly(idempotency.complete, claim, response)
             return 200, response, {"Idempotent-Replayed": "true"}
+        if req.source == "capture":
+            # The dead attempt may have marked the authorization captured before its capture item was written;
+            # the fence guarantees that item never will be, so give the authorization back.
+            store.revert_capture(account.account_id, str(req.get("token_id")), previous)
     return None
 
 
@@ -333,13 +368,14 @@ def _auto_tokenize(account: accounts.Account, payment: PaymentData) -> dict[str,
 
 # --------------------------------------------------------------------------------------------- SALE / AUTH
 def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | None, transaction_id: str,
-         now: float) -> tuple[dict[str, Any], dict[str, Any], PaymentData]:
+         writer: str, now: float) -> tuple[dict[str, Any], dict[str, Any], PaymentData, dict[str, Any] | None]:
     """A SALE or AUTHORIZATION.
 
     DynamoDB round trips of a warm SALE with card data and auto-tokenization (the account and the partner's
     tokenization key are cached per container; bench/bench_gateway.py counts them):
       1. Tokens table PutItem: the auto-tokenized values for the one-hour read window (tokenize_values);
-      2. Transactions table PutItem: the transaction (conditional: a new transaction_id).
+      2. Transactions table PutItem (conditional: a new transaction_id, or this request's own retry), or with a
+         postback URL TransactWriteItems of the transaction and its outbox entry; then SQS SendMessage.
     With an idempotency key: + Idempotency PutItem (claim) + UpdateItem (complete) = 4.
     A bfid-only token payment: Tokens GetItem (read step) + Transactions PutItem.
     """
@@ -408,13 +444,32 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
         if outcome.approved:
             item["authorized_cents"] = amount
             item["auth_expires_at"] = created + AUTHORIZATION_LIFETIME_SECONDS
-    try:
-        store.put_transaction(item)  # round trip 2 (Transactions PutItem)
-    except store.ConditionFailed as exc:  # a 12-digit id already used on this account (about 1 in 10^12)
-        raise GatewayError(E.INTERNAL, "Internal error: transaction id collision; nothing was charged, retry.") from exc
+    response = response_from_item(item)
+    message = _record(account, response, item, writer)  # round trip 2
     _log.info("transaction recorded", extra={"transaction_id": transaction_id, "account_id": account.account_id,
                                              "code": outcome.error_code, "event": req.transaction_type})
-    return response_from_item(item), item, payment
+    return response, item, payment, message
+
+
+def _record(account: accounts.Account, response: dict[str, Any], item: dict[str, Any], writer: str
+            ) -> dict[str, Any] | None:
+    """Write the transaction with its postback's outbox entry; returns the postback message to queue.
+
+    Raises GatewayError 1 "nothing was recorded" only when that is certain, OutcomeUnknown otherwise.
+    """
+    message = postbacks.outbox_message(account, response, item)
+    if message is not None:
+        item["delivery_id"] = message["delivery_id"]
+    outcome = store.record_transaction(item, writer, message)
+    if outcome == store.Recorded.WRITTEN:
+        return message
+    if outcome == store.Recorded.NOT_WRITTEN:
+        # Another writer holds the 12-digit id (about 1 in 10^12), or a fence settled a write that never landed.
+        raise GatewayError(E.INTERNAL, "Internal error: the transaction could not be recorded and nothing was "
+                                       "charged; retry.")
+    _log.error("transaction outcome unknown", extra={"transaction_id": item["transaction_id"],
+                                                     "account_id": account.account_id})
+    raise OutcomeUnknown()
 
 
 # --------------------------------------------------------------------------------------------- CAPTURE
@@ -423,12 +478,21 @@ _CARRIED = ("tender_type", "card_brand", "last4", "card_expiration", "authorizat
             *RSAPI_TOKEN_FIELDS)
 
 
-def _capture(account: accounts.Account, req: GatewayRequest, capture_id: str, now: int
-             ) -> tuple[dict[str, Any], dict[str, Any]]:
+def _capture(account: accounts.Account, req: GatewayRequest, capture_id: str, writer: str, now: int
+             ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
     """One conditional UpdateItem decides (concurrent captures: exactly one wins), then the capture's item."""
     auth_id = str(req.get("token_id"))
     currency = req.values.get("currency")
-    ok, auth = store.capture_authorization(account.account_id, auth_id, capture_id, req.amount_cents, now, currency)
+    try:
+        ok, auth = store.capture_authorization(account.account_id, auth_id, capture_id, req.amount_cents, now,
+                                               currency)
+    except VaultError:
+        # Unknown whether the authorization now names this capture: undo it if it does, or say so.
+        try:
+            store.revert_capture(account.account_id, auth_id, capture_id)
+        except VaultError:
+            raise OutcomeUnknown() from None
+        raise
     if not ok:
         raise GatewayError(_capture_refusal(auth, req.amount_cents, now, currency))
     assert auth is not None
@@ -439,17 +503,21 @@ def _capture(account: accounts.Account, req: GatewayRequest, capture_id: str, no
         "authorization_message": "CAPTURED", "request_cents": req.amount_cents, "transaction_cents": req.amount_cents,
         "transaction_approved": True, "token_id": auth_id, "error": False, "error_code": 0,
     })
+    response = response_from_item(item)
     try:
-        store.put_transaction(item)
-    except Exception:
-        # The capture item could not be written: give the authorization back so the capture can be retried.
+        message = _record(account, response, item, writer)
+    except OutcomeUnknown:
+        raise  # the capture item may be there: the authorization stays captured (a keyed retry settles it)
+    except GatewayError:
+        # Certainly not written: give the authorization back so the capture can be retried.
         try:
             store.revert_capture(account.account_id, auth_id, capture_id)
-        except Exception:  # noqa: BLE001 - logged: an operator can see captured_by without a capture item
+        except VaultError:
             _log.error("capture revert failed", extra={"transaction_id": auth_id, "account_id": account.account_id})
+            raise OutcomeUnknown() from None
         raise
     _log.info("capture recorded", extra={"transaction_id": capture_id, "account_id": account.account_id})
-    return response_from_item(item), item
+    return response, item, message
 
 
 def _capture_refusal(auth: dict[str, Any] | None, amount: int, now: int, currency: str | None) -> int:

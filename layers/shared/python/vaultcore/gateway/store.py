@@ -5,6 +5,19 @@ brand, expiry month, authorization data, amounts, the bfid and the token fields 
 data after authorization; 3.5: no full PAN or bank account number). The clear values of a payment live only in
 the memory of the request that processes it.
 
+Every conditional write here knows its own retries (issue 18). An SDK retries a write whose answer was lost
+after DynamoDB applied it; a plain ``attribute_not_exists`` condition then fails against the request's own first
+write. So each written item carries its writer's identity (``writer``, random per request), the condition
+accepts the same writer, and a failed condition is resolved by reading the item back, never by guessing:
+
+* :func:`record_transaction` writes the transaction and, when the account has a postback URL, its outbox entry
+  in one ``TransactWriteItems`` (the client fills ``ClientRequestToken`` once per call, so DynamoDB itself also
+  treats a retry as the same transaction). A charge is therefore never recorded without its postback.
+* When the outcome of that write is unknown (the retries ran out), :func:`fence` settles it: a conditional put
+  of a fence item on the same key. If the fence lands, the transaction's own write can never land any more
+  (its condition names another writer): nothing was recorded, for certain. If the fence fails its condition,
+  the item read back says whose write is there.
+
 Captures are one conditional UpdateItem on the authorization (:func:`capture_authorization`): DynamoDB applies
 a conditional write atomically per item, so of any number of concurrent captures exactly one sees
 ``auth_status = authorized`` and wins; the others fail the condition and get the old item back
@@ -22,8 +35,11 @@ from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 
 __all__ = [
-    "put_transaction",
+    "record_transaction",
+    "fence",
+    "Recorded",
     "get_transaction",
+    "settle",
     "capture_authorization",
     "revert_capture",
     "list_transactions",
@@ -37,19 +53,111 @@ def _table() -> str:
     return settings().transactions_table
 
 
-def put_transaction(item: dict[str, Any]) -> None:
-    """Write a new transaction; ConditionFailed when the (account, transaction_id) pair already exists."""
-    with aws_errors("transaction write"):
-        dynamodb().put_item(TableName=_table(), Item=to_item(item),
-                            ConditionExpression="attribute_not_exists(transaction_id)")
+#: The condition of a transaction write: a new key, or a retry of this very write (same writer).
+_NEW_OR_MINE = "attribute_not_exists(transaction_id) OR writer = :w"
+#: A fence item's ``writer``: never the identity of a request.
+FENCE_WRITER = "#fence"
 
 
-def get_transaction(account_id: str, transaction_id: str, *, consistent: bool = False) -> dict[str, Any] | None:
+class Recorded:
+    """Outcomes of :func:`record_transaction` and :func:`fence`."""
+
+    WRITTEN = "written"  # this request's item is in the table (first try or a retry of it)
+    NOT_WRITTEN = "not-written"  # this request wrote nothing, and no write of it can land later
+    UNKNOWN = "unknown"  # DynamoDB did not answer in time: the item may or may not be there
+
+
+def record_transaction(item: dict[str, Any], writer: str, outbox: dict[str, Any] | None = None) -> str:
+    """Write the transaction ``item`` as ``writer`` and, when given, its postback ``outbox`` entry with it.
+
+    Returns :attr:`Recorded.WRITTEN`, :attr:`Recorded.NOT_WRITTEN` or :attr:`Recorded.UNKNOWN`; never raises for a
+    DynamoDB failure, because the caller must tell "nothing was charged" from "outcome unknown".
+    One round trip: PutItem, or TransactWriteItems when there is an outbox entry.
+    """
+    from vaultcore.errors import DependencyError
+
+    item = {**item, "writer": writer}
+    values = to_item({":w": writer})
+    try:
+        with aws_errors("transaction write"):
+            if outbox is None:
+                dynamodb().put_item(TableName=_table(), Item=to_item(item), ConditionExpression=_NEW_OR_MINE,
+                                    ExpressionAttributeValues=values)
+            else:
+                from vaultcore.postback.deliveries import outbox_put
+
+                dynamodb().transact_write_items(TransactItems=[
+                    {"Put": {"TableName": _table(), "Item": to_item(item), "ConditionExpression": _NEW_OR_MINE,
+                             "ExpressionAttributeValues": values}},
+                    {"Put": outbox_put(outbox, writer)}])
+    except ConditionFailed:
+        # The key is held: by this request's own earlier try (its answer was lost), or by another writer.
+        return _whose(item["account_id"], item["transaction_id"], writer)
+    except DependencyError:
+        return fence(item["account_id"], item["transaction_id"], writer)
+    return Recorded.WRITTEN
+
+
+def fence(account_id: str, transaction_id: str, writer: str) -> str:
+    """Settle a write of unknown outcome: after ``WRITTEN`` or ``NOT_WRITTEN`` no write of ``writer`` can land.
+
+    ``WRITTEN`` when ``writer``'s item is there; ``NOT_WRITTEN`` when a fence now holds the key (or another
+    writer does); ``UNKNOWN`` when DynamoDB cannot be reached now either.
+    """
+    from vaultcore.errors import DependencyError
+
+    try:
+        existing = settle(account_id, transaction_id)
+    except DependencyError:
+        return Recorded.UNKNOWN
+    if existing is not None and existing.get("writer") == writer:
+        return Recorded.WRITTEN
+    return Recorded.NOT_WRITTEN
+
+
+def settle(account_id: str, transaction_id: str) -> dict[str, Any] | None:
+    """The transaction stored under this id, or None once it is certain that none ever will be.
+
+    One conditional PutItem of a fence item (no ``created_at``, so the reporting index never lists it; reads
+    through :func:`get_transaction` see no transaction): a write still in flight for this id then fails its
+    condition. When the key is taken, one consistent GetItem says by what. DependencyError: cannot tell now.
+    """
+    try:
+        with aws_errors("transaction fence"):
+            dynamodb().put_item(
+                TableName=_table(), ConditionExpression="attribute_not_exists(transaction_id)",
+                Item=to_item({"account_id": account_id, "transaction_id": transaction_id, "writer": FENCE_WRITER}))
+    except ConditionFailed:
+        item = get_transaction(account_id, transaction_id, consistent=True, include_fences=True)
+        if item is None or item.get("writer") == FENCE_WRITER:
+            return None
+        return item
+    return None
+
+
+def _whose(account_id: str, transaction_id: str, writer: str) -> str:
+    from vaultcore.errors import DependencyError
+
+    try:
+        item = get_transaction(account_id, transaction_id, consistent=True, include_fences=True)
+    except DependencyError:
+        return Recorded.UNKNOWN
+    if item is None:  # the key is free: another item's condition cancelled the transaction; settle it for good
+        return fence(account_id, transaction_id, writer)
+    return Recorded.WRITTEN if item.get("writer") == writer else Recorded.NOT_WRITTEN
+
+
+def get_transaction(account_id: str, transaction_id: str, *, consistent: bool = False,
+                    include_fences: bool = False) -> dict[str, Any] | None:
+    """The stored transaction; a fence (a transaction id whose write was settled as never made) reads as None."""
     with aws_errors("transaction read"):
         out = dynamodb().get_item(TableName=_table(), Key=to_item({"account_id": account_id,
                                                                   "transaction_id": transaction_id}),
                                   ConsistentRead=consistent)
-    return from_item(out.get("Item"))
+    item = from_item(out.get("Item"))
+    if item is not None and item.get("writer") == FENCE_WRITER and not include_fences:
+        return None
+    return item
 
 
 def _old_item(exc: ConditionFailed) -> dict[str, Any] | None:
@@ -74,6 +182,8 @@ def capture_authorization(account_id: str, authorization_id: str, capture_id: st
     if currency is not None:
         values[":cur"] = currency
         condition += " AND currency = :cur"
+    # A retry of this very capture (its answer was lost after DynamoDB applied it) sets the same values again.
+    condition = f"({condition}) OR (auth_status = :captured AND captured_by = :cid)"
     try:
         with aws_errors("capture"):
             out = dynamodb().update_item(
@@ -83,18 +193,28 @@ def capture_authorization(account_id: str, authorization_id: str, capture_id: st
                 ConditionExpression=condition, ExpressionAttributeValues=to_item(values),
                 ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD")
     except ConditionFailed as exc:
-        return False, _old_item(exc)
+        old = _old_item(exc)
+        if old is not None and old.get("writer") == FENCE_WRITER:
+            old = None  # a fenced id was never a transaction
+        return False, old
     return True, from_item(out.get("Attributes"))
 
 
 def revert_capture(account_id: str, authorization_id: str, capture_id: str) -> None:
-    """Undo :func:`capture_authorization` when the capture's own item could not be written (compensation)."""
-    with aws_errors("capture revert"):
-        dynamodb().update_item(
-            TableName=_table(), Key=to_item({"account_id": account_id, "transaction_id": authorization_id}),
-            UpdateExpression="SET auth_status = :authorized REMOVE captured_by, captured_cents, captured_at",
-            ConditionExpression="captured_by = :cid",
-            ExpressionAttributeValues=to_item({":authorized": "authorized", ":cid": capture_id}))
+    """Undo :func:`capture_authorization` when the capture's own item was certainly not written (compensation).
+
+    A failed condition means the authorization no longer names this capture: a retry of this very revert
+    already undid it (its answer was lost), so there is nothing left to undo.
+    """
+    try:
+        with aws_errors("capture revert"):
+            dynamodb().update_item(
+                TableName=_table(), Key=to_item({"account_id": account_id, "transaction_id": authorization_id}),
+                UpdateExpression="SET auth_status = :authorized REMOVE captured_by, captured_cents, captured_at",
+                ConditionExpression="captured_by = :cid",
+                ExpressionAttributeValues=to_item({":authorized": "authorized", ":cid": capture_id}))
+    except ConditionFailed:
+        pass
 
 
 def list_transactions(account_id: str, start: int, end: int, limit: int,

@@ -1,71 +1,133 @@
 """The Deliveries table: every postback message (no clear card data) and every delivery attempt.
 
 Items (partition ``account_id``):
-- ``MSG#<delivery_id>``: the queued message, its transaction id and its state (``sending`` while leased,
-  ``failed``, ``deferred``, ``delivered``, ``dead-lettered``; ``unsent``/``pending`` for the outbox), for
-  redelivery and so that a message already delivered is never POSTed again;
+- ``MSG#<delivery_id>``: the message, its transaction id, its state and ``attempt``, the number of real
+  POSTs made so far (``unsent`` in the outbox, ``pending`` once queued, ``sending`` while leased, ``failed``,
+  ``deferred``, ``delivered``, ``dead-lettered``), for redelivery and so that a message already delivered is
+  never POSTed again;
 - ``ATT#<unix ms>#<delivery_id>#<attempt>``: one attempt — status, HTTP status, duration, error type and the
   first 256 characters of the receiver's answer (redacted). Kept for the retention period (TTL, 90 days).
 
+The outbox (issue 18): the gateway writes a message's ``MSG#`` item in the same ``TransactWriteItems`` as its
+transaction (:func:`outbox_put`), in state ``unsent`` with the sparse ``outbox`` index attribute, and then puts
+the message on the queue itself. The sweeper (:mod:`vaultcore.postback.outbox`) queues entries still unsent
+after ``OUTBOX_GRACE_SECONDS``: the gateway crashed, or SQS refused the message.
+
+Attempts are counted here, not by SQS's receive count: a receive may be a deferral (the circuit is open) or a
+second copy of one message (a lost SendMessage answer, a sweep of a message that was queued after all), and
+neither is an attempt. :func:`claim` increments ``attempt`` atomically under a lease, so each attempt number
+is used once per delivery id.
+
 The sender pays two calls per delivered message (issue 13): :func:`claim` before the POST (one conditional
-PutItem: stores the message, refuses one already delivered, leases it against a concurrent copy) and
-:func:`finish` after it (one BatchWriteItem: the attempt item and the message's new state together).
+UpdateItem: refuses a message already delivered or dead-lettered, leases it against a concurrent copy, numbers
+the attempt) and :func:`finish` after it (one BatchWriteItem: the attempt item and the message's new state).
+Both recognise an SDK retry of themselves: the claim by its ``lease_owner`` (random per claim), the batch write
+by writing the same items again.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
+import uuid
 from typing import Any
 
 from vaultcore import clock
 from vaultcore.errors import DependencyError
 from vaultcore.settings import settings
 from vaultcore.store.aws import dynamodb
-from vaultcore.store.ddb import aws_errors, from_item, to_item
+from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 
-__all__ = ["save_unsent", "list_unsent", "mark_sent", "load_message", "record_attempt", "list_attempts", "claim",
-           "finish", "note_deferral", "Claimed", "RETENTION_SECONDS", "OUTBOX_INDEX"]
+__all__ = ["outbox_put", "list_unsent", "mark_sent", "load_message", "record_attempt",
+           "list_attempts", "claim", "finish", "restart_attempts", "note_deferral", "Claimed", "RETENTION_SECONDS", "OUTBOX_INDEX",
+           "OUTBOX_GRACE_SECONDS"]
 
-OUTBOX_INDEX = "outbox"  # sparse GSI: only messages the gateway could not queue carry the `outbox` attribute
+OUTBOX_INDEX = "outbox"  # sparse GSI: only messages not yet known to be on the queue carry `outbox`
 
 RETENTION_SECONDS = 90 * 86400
+#: An outbox entry younger than this is left to the gateway request that wrote it (it queues the message right
+#: after the write); longer than the gateway function's timeout, so the sweeper and the request rarely both send.
+OUTBOX_GRACE_SECONDS = 60
 
 
 def _table() -> str:
     return settings().deliveries_table
 
 
-def save_unsent(message: dict[str, Any]) -> None:
-    """The outbox: the gateway could not put the message on the queue; keep it until the outbox sweeper does.
-
-    Written only on that failure path, so a healthy SALE pays nothing for it (PCI-free: the message holds no
-    clear card data).
-    """
-    now = int(clock.now())
-    with aws_errors("postback outbox write"):
-        dynamodb().put_item(TableName=_table(), Item=to_item({
-            "account_id": message["account_id"], "attempt_key": f"MSG#{message['delivery_id']}",
+def _outbox_item(message: dict[str, Any], now: int) -> dict[str, Any]:
+    return {"account_id": message["account_id"], "attempt_key": f"MSG#{message['delivery_id']}",
             "delivery_id": message["delivery_id"], "transaction_id": message.get("transaction_id", ""),
             "message": json.dumps(message, separators=(",", ":")), "state": "unsent", "outbox": "1",
-            "created_at": now, "expiresAt": now + RETENTION_SECONDS}))
+            "attempt": 0, "created_at": now, "expiresAt": now + RETENTION_SECONDS}
 
 
-def list_unsent(limit: int = 100) -> list[dict[str, Any]]:
+def outbox_put(message: dict[str, Any], writer: str) -> dict[str, Any]:
+    """The ``Put`` of a TransactWriteItems that keeps ``message`` in the outbox (written with its transaction).
+
+    The condition admits a new delivery id or a retry of this very write (same ``writer``).
+    """
+    item = {**_outbox_item(message, int(clock.now())), "writer": writer}
+    return {"TableName": _table(), "Item": to_item(item),
+            "ConditionExpression": "attribute_not_exists(attempt_key) OR writer = :w",
+            "ExpressionAttributeValues": to_item({":w": writer})}
+
+
+def outbox_grace_seconds() -> float:
+    """``POSTBACK_OUTBOX_GRACE_SECONDS`` (tests and the local runner shorten it), else OUTBOX_GRACE_SECONDS."""
+    try:
+        return max(0.0, float(os.environ.get("POSTBACK_OUTBOX_GRACE_SECONDS", OUTBOX_GRACE_SECONDS)))
+    except ValueError:
+        return float(OUTBOX_GRACE_SECONDS)
+
+
+def list_unsent(limit: int = 100, grace_seconds: float | None = None) -> list[dict[str, Any]]:
+    """Outbox entries written at least ``grace_seconds`` ago (default :func:`outbox_grace_seconds`), oldest first."""
+    cutoff = int(clock.now() - (outbox_grace_seconds() if grace_seconds is None else grace_seconds))
     with aws_errors("postback outbox read"):
         out = dynamodb().query(TableName=_table(), IndexName=OUTBOX_INDEX, Limit=limit,
-                               KeyConditionExpression="outbox = :o",
-                               ExpressionAttributeValues={":o": {"S": "1"}})
+                               KeyConditionExpression="outbox = :o AND created_at <= :cut",
+                               ExpressionAttributeValues=to_item({":o": "1", ":cut": cutoff}))
     return [from_item(i) or {} for i in out.get("Items", [])]
 
 
 def mark_sent(account_id: str, delivery_id: str) -> None:
-    """Leave the outbox (the message is on the queue now); the sender's first attempt finds it pending."""
-    with aws_errors("postback outbox update"):
-        dynamodb().update_item(TableName=_table(), Key=to_item({"account_id": account_id,
-                                                                 "attempt_key": f"MSG#{delivery_id}"}),
-                               UpdateExpression="SET #s = :s REMOVE outbox", ExpressionAttributeNames={"#s": "state"},
-                               ExpressionAttributeValues=to_item({":s": "pending"}))
+    """Leave the outbox (the message is on the queue now), only if nothing has happened to it since.
+
+    Conditional on state ``unsent``: when the sender has already claimed (or delivered) the message, its state
+    must not be set back, or a second copy of the message would be POSTed again as a new first attempt.
+    """
+    try:
+        with aws_errors("postback outbox update"):
+            dynamodb().update_item(
+                TableName=_table(), Key=to_item({"account_id": account_id, "attempt_key": f"MSG#{delivery_id}"}),
+                UpdateExpression="SET #s = :pending REMOVE outbox", ConditionExpression="#s = :unsent",
+                ExpressionAttributeNames={"#s": "state"},
+                ExpressionAttributeValues=to_item({":pending": "pending", ":unsent": "unsent"}))
+    except ConditionFailed:
+        pass  # claimed, delivered or already marked: it is out of the outbox index already
+
+
+def restart_attempts(body: str) -> None:
+    """Before a dead-lettered message is queued again (the operator's redrive): a new count of attempts.
+
+    Only a message that is not delivered is reset (a delivered one stays delivered: its copy is skipped).
+    """
+    try:
+        message = json.loads(body)
+        key = {"account_id": str(message["account_id"]), "attempt_key": f"MSG#{message['delivery_id']}"}
+    except (ValueError, KeyError, TypeError):
+        return  # not a postback message: moved as it is
+    try:
+        with aws_errors("delivery log update"):
+            dynamodb().update_item(TableName=_table(), Key=to_item(key),
+                                   UpdateExpression="SET #s = :pending, attempt = :zero",
+                                   ConditionExpression="attribute_exists(attempt_key) AND #s <> :delivered",
+                                   ExpressionAttributeNames={"#s": "state"},
+                                   ExpressionAttributeValues=to_item({":pending": "pending", ":zero": 0,
+                                                                      ":delivered": "delivered"}))
+    except ConditionFailed:
+        pass
 
 
 def load_message(account_id: str, delivery_id: str) -> dict[str, Any] | None:
@@ -87,7 +149,8 @@ def record_attempt(account_id: str, delivery_id: str, transaction_id: str, attem
 
 
 class Claimed(Exception):
-    """The message cannot be attempted now: ``reason`` is ``delivered`` or ``leased`` (``lease_until`` epoch s)."""
+    """The message cannot be attempted now: ``reason`` is ``delivered``, ``dead-lettered`` or ``leased``
+    (``lease_until``, epoch seconds)."""
 
     def __init__(self, reason: str, lease_until: float = 0.0) -> None:
         super().__init__(reason)
@@ -95,70 +158,99 @@ class Claimed(Exception):
         self.lease_until = lease_until
 
 
-def _message_item(message: dict[str, Any], state: str, now: float, **extra: Any) -> dict[str, Any]:
+def _message_values(message: dict[str, Any], now: float) -> dict[str, Any]:
     original = {k: v for k, v in message.items() if k != "redelivery"}
-    return {"account_id": message["account_id"], "attempt_key": f"MSG#{message['delivery_id']}",
-            "delivery_id": message["delivery_id"], "transaction_id": message.get("transaction_id", ""),
-            "message": json.dumps(original, separators=(",", ":")), "state": state,
-            "created_at": int(message.get("created_at") or now), "expiresAt": int(now) + RETENTION_SECONDS, **extra}
+    return {":m": json.dumps(original, separators=(",", ":")), ":d": message["delivery_id"],
+            ":t": message.get("transaction_id", ""), ":c": int(message.get("created_at") or now),
+            ":exp": int(now) + RETENTION_SECONDS}
 
 
-def _conditional_put(item: dict[str, Any], now: float, redelivery: bool, what: str) -> None:
-    """PutItem of the MSG item unless it was delivered (explicit redeliveries aside) or another copy holds an
-    unexpired lease; the refusal becomes :class:`Claimed`, from the item as it was (no second read)."""
-    from vaultcore.store.aws import client_errors, transport_errors
+_MESSAGE_SET = ("message = :m, delivery_id = :d, transaction_id = :t, created_at = if_not_exists(created_at, :c), "
+                "expiresAt = :exp")
+#: The lease: none, or expired.
+_UNLEASED = "(attribute_not_exists(lease_until) OR lease_until < :now)"
+#: Not finished: never delivered, never dead-lettered (explicit redeliveries skip this).
+_OPEN = "(attribute_not_exists(#s) OR NOT (#s IN (:delivered, :dead)))"
 
-    condition = "(attribute_not_exists(lease_until) OR lease_until < :now)"
-    values: dict[str, Any] = {":now": round(now, 3)}
-    if not redelivery:
-        condition = "(attribute_not_exists(#s) OR #s <> :delivered) AND " + condition
-        values[":delivered"] = "delivered"
-    try:
-        dynamodb().put_item(TableName=_table(), Item=to_item(item), ConditionExpression=condition,
-                            ExpressionAttributeValues=to_item(values),
-                            **({"ExpressionAttributeNames": {"#s": "state"}} if not redelivery else {}),
-                            ReturnValuesOnConditionCheckFailure="ALL_OLD")
-    except client_errors() as exc:
-        if exc.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException":
-            old = from_item(exc.response.get("Item")) or {}
-            if old.get("state") == "delivered" and not redelivery:
-                raise Claimed("delivered") from None
-            raise Claimed("leased", float(old.get("lease_until") or 0)) from None
-        raise DependencyError(f"Internal error: {what} failed.") from exc
-    except transport_errors() as exc:
-        raise DependencyError(f"Internal error: {what} failed.") from exc
+
+def _refusal(old: dict[str, Any], redelivery: bool) -> Claimed:
+    if not redelivery and old.get("state") in ("delivered", "dead-lettered"):
+        return Claimed(str(old["state"]))
+    return Claimed("leased", float(old.get("lease_until") or 0))
 
 
 def claim(message: dict[str, Any], lease_seconds: float, *, redelivery: bool = False) -> dict[str, Any]:
-    """Before an attempt (one conditional PutItem): store the message, lease it, and return the stored item.
+    """Before an attempt (one conditional UpdateItem): store the message, lease it, number the attempt.
 
-    Raises :class:`Claimed` when the message was already delivered (unless this is an explicit redelivery) or
-    another copy of it holds an unexpired lease (SQS standard queues may hand one message out twice). The
-    lease ends with the invocation, so a crash only delays the next attempt. Writing the whole item also takes
-    it out of the outbox index: the message is on the queue.
+    Returns the stored item; its ``attempt`` is this attempt's number (1 for the first POST). Raises
+    :class:`Claimed` when the message was delivered or dead-lettered already (unless this is an explicit
+    redelivery) or another copy holds an unexpired lease (SQS standard queues may hand one message out twice).
+    The lease ends with the invocation, so a crash only delays the next attempt. The update also takes the
+    message out of the outbox index: it is on the queue.
+
+    A retry of this very update (its answer lost after it was applied) fails the lease condition against its
+    own lease; ``lease_owner`` says it is ours, and the item as it was is this claim's result (no second count).
     """
     now = clock.now()
-    item = _message_item(message, "sending", now, lease_until=round(now + lease_seconds, 3))
-    _conditional_put(item, now, redelivery, "delivery claim")
-    return item
+    owner = uuid.uuid4().hex
+    values = {**_message_values(message, now), ":now": round(now, 3), ":lease": round(now + lease_seconds, 3),
+              ":owner": owner, ":sending": "sending", ":zero": 0, ":one": 1}
+    condition = _UNLEASED
+    if not redelivery:
+        condition = f"{_OPEN} AND {condition}"
+        values.update({":delivered": "delivered", ":dead": "dead-lettered"})
+    try:
+        with aws_errors("delivery claim"):
+            out = dynamodb().update_item(
+                TableName=_table(), Key=to_item({"account_id": message["account_id"],
+                                                 "attempt_key": f"MSG#{message['delivery_id']}"}),
+                UpdateExpression=(f"SET #s = :sending, lease_until = :lease, lease_owner = :owner, "
+                                  f"attempt = if_not_exists(attempt, :zero) + :one, {_MESSAGE_SET} REMOVE outbox"),
+                ConditionExpression=condition, ExpressionAttributeNames={"#s": "state"},
+                ExpressionAttributeValues=to_item(values), ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD")
+    except ConditionFailed as exc:
+        old = from_item(getattr(exc.__cause__, "response", {}).get("Item")) or {}
+        if old.get("lease_owner") == owner:
+            return old
+        raise _refusal(old, redelivery) from None
+    return from_item(out.get("Attributes")) or {}
 
 
-def note_deferral(message: dict[str, Any], attempt: int, reason: str, *, redelivery: bool = False) -> None:
+def note_deferral(message: dict[str, Any], reason: str, *, redelivery: bool = False) -> int:
     """A message given back without an attempt (its destination's circuit is open, or no time was left).
 
-    Two calls: the message is stored (so it can be redelivered) with state ``deferred`` — unless it was
-    delivered already (:class:`Claimed` ``delivered``: the caller acknowledges it) or another copy is being
-    attempted (left as it is) — and the delivery log gets a ``deferred`` entry.
+    Two calls: the message is stored (so it can be redelivered) with state ``deferred`` and its attempt count
+    unchanged — unless it was delivered or dead-lettered already (:class:`Claimed`) or another copy is being
+    attempted (left as it is) — and the delivery log gets a ``deferred`` entry numbered with the attempt that
+    was put off, which is returned. Setting the same state again is harmless: an SDK retry needs no identity.
     """
     now = clock.now()
+    values = {**_message_values(message, now), ":now": round(now, 3), ":deferred": "deferred", ":zero": 0}
+    condition = _UNLEASED
+    if not redelivery:
+        condition = f"{_OPEN} AND {condition}"
+        values.update({":delivered": "delivered", ":dead": "dead-lettered"})
     try:
-        _conditional_put(_message_item(message, "deferred", now, attempt=attempt), now, redelivery,
-                         "delivery log update")
-    except Claimed as claimed:
-        if claimed.reason == "delivered":
-            raise
+        with aws_errors("delivery log update"):
+            out = dynamodb().update_item(
+                TableName=_table(), Key=to_item({"account_id": message["account_id"],
+                                                 "attempt_key": f"MSG#{message['delivery_id']}"}),
+                UpdateExpression=f"SET #s = :deferred, attempt = if_not_exists(attempt, :zero), {_MESSAGE_SET} "
+                                 "REMOVE outbox",
+                ConditionExpression=condition, ExpressionAttributeNames={"#s": "state"},
+                ExpressionAttributeValues=to_item(values), ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD")
+        stored = from_item(out.get("Attributes")) or {}
+    except ConditionFailed as exc:
+        stored = from_item(getattr(exc.__cause__, "response", {}).get("Item")) or {}
+        refusal = _refusal(stored, redelivery)
+        if refusal.reason != "leased":
+            raise refusal from None
+    attempt = int(stored.get("attempt") or 0) + 1
     record_attempt(message["account_id"], message["delivery_id"], message.get("transaction_id", ""), attempt,
                    "deferred", None, 0.0, reason, "")
+    return attempt
 
 
 def finish(stored: dict[str, Any], attempt: int, status: str, http_status: int | None, duration_ms: float,
@@ -175,7 +267,7 @@ def finish(stored: dict[str, Any], attempt: int, status: str, http_status: int |
         "delivery_id": delivery_id, "transaction_id": stored.get("transaction_id", ""), "attempt": attempt,
         "status": status, "http_status": http_status, "duration_ms": round(duration_ms, 1), "error": error,
         "response_excerpt": excerpt, "at": int(now), "expiresAt": int(now) + RETENTION_SECONDS}
-    message_item = {k: v for k, v in stored.items() if k != "lease_until"}
+    message_item = {k: v for k, v in stored.items() if k not in ("lease_until", "lease_owner", "outbox")}
     message_item.update({"state": status, "attempt": attempt, "last_attempt_at": int(now)})
     if status == "delivered":
         message_item["delivered_at"] = int(now)

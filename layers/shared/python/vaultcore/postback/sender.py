@@ -8,14 +8,17 @@ Message (put on the postback queue by the gateway; never clear card data)::
 
 Success is any 2xx within 10 seconds. A non-2xx answer, a timeout or a connection failure is a failed attempt:
 the message becomes visible again after ``retry_delay(attempt)`` seconds (the consumer changes its visibility);
-after ``maxReceiveCount`` receives SQS moves it to the dead-letter queue (the queue's redrive policy is the one
-source of that number).
+after ``maxReceiveCount`` failed attempts it goes to the dead-letter queue (the queue's redrive policy is the one
+source of that number). Attempts are counted by the delivery log (:func:`deliveries.claim`), not by SQS's
+receive count, which also counts deferrals and second copies of a message (issue 18): when a message's receives
+run out before its attempts do, a fresh copy is queued; when its attempts run out before its receives, it is
+sent to the dead-letter queue directly.
 
 Isolation per destination (issue 12): the consumer runs a batch's messages concurrently, and each attempt's
 timeout is ``min(10 s, time left in the invocation - RESERVE_SECONDS)``. A destination (scheme, host, port)
 that stops answering opens its circuit (:mod:`vaultcore.postback.breaker`): its messages are then deferred
-without an attempt — given back with the retry schedule's delay for their receive — so they hold up nobody.
-A message's last receive is always attempted, whatever the circuit says.
+without an attempt and without using one up — given back with the retry schedule's delay — so they hold up
+nobody.
 
 AWS calls (issue 13): the account's postback settings (URL, access key, signing secret) are cached per
 container for ``RECORD_CACHE_SECONDS``; a delivered message then costs two DynamoDB calls
@@ -72,10 +75,11 @@ class PostbackTarget:
 
 @dataclass(frozen=True)
 class Outcome:
-    """``result``: delivered, skipped (acknowledge), failed, deferred (retry later) or error.
+    """``result``: delivered, skipped, requeued (a fresh copy is queued), dead-lettered (sent to the dead-letter
+    queue) — all acknowledged — or failed, deferred (retry later) or error.
 
     ``delay``: the visibility timeout to give the message (seconds), or None to leave it as it is.
-    ``dead_letter``: a failed last attempt: SQS moves the message to the dead-letter queue (metrics).
+    ``dead_letter``: a failed last attempt: the message goes to the dead-letter queue (metrics).
     """
 
     result: str
@@ -84,7 +88,7 @@ class Outcome:
 
     @property
     def acknowledged(self) -> bool:
-        return self.result in ("delivered", "skipped")
+        return self.result in ("delivered", "skipped", "requeued", "dead-lettered")
 
 
 def reset_caches() -> None:
@@ -148,42 +152,77 @@ def _is_last(attempt: int, redelivery: bool) -> bool:
     return not redelivery and attempt >= max_receive_count()
 
 
-def _defer(message: dict[str, Any], attempt: int, reason: str, redelivery: bool) -> Outcome:
+def _send(queue_url: str, body: str, delay: int = 0) -> bool:
     try:
-        deliveries.note_deferral(message, attempt, reason, redelivery=redelivery)
-    except deliveries.Claimed:
+        client("sqs").send_message(QueueUrl=queue_url, MessageBody=body, DelaySeconds=max(0, min(delay, 900)))
+    except Exception as exc:  # noqa: BLE001 - the caller falls back to SQS's own visibility and redrive
+        _log.warning("postback requeue failed", extra={"error_type": type(exc).__name__})
+        return False
+    return True
+
+
+def _give_back(result: str, body: str, receive_count: int, delay: int) -> Outcome:
+    """Retry later: SQS shows the message again after ``delay`` seconds.
+
+    Receives are not attempts (a deferral, a second copy): when this receive is the queue's last before its
+    redrive would move the message to the dead-letter queue, a fresh copy (same body, same delivery id) is
+    queued instead and this one acknowledged, so deferrals never use up the attempts. If that send fails, SQS's
+    redrive takes over: the message waits in the dead-letter queue, lost to nobody.
+    """
+    if receive_count >= max_receive_count() and _send(settings().postback_queue_url, body, delay):
+        return Outcome("requeued")
+    return Outcome(result, delay)
+
+
+def _dead_letter(body: str, receive_count: int, attempted: bool = True) -> Outcome:
+    """The last attempt failed: into the dead-letter queue, by SQS's redrive on the next receive when this was
+    the queue's last receive, else sent there now (a message with fewer receives than attempts: a fresh copy).
+    ``attempted`` False: a copy of a message already dead-lettered (metrics count no attempt for it)."""
+    if receive_count >= max_receive_count():
+        return Outcome("failed" if attempted else "deferred", 0, dead_letter=attempted)
+    if settings().postback_dlq_url and _send(settings().postback_dlq_url, body):
+        return Outcome("dead-lettered" if attempted else "skipped", dead_letter=attempted)
+    return Outcome("failed" if attempted else "deferred", retry_delay(1, _schedule()))
+
+
+def _defer(message: dict[str, Any], body: str, receive_count: int, reason: str, redelivery: bool) -> Outcome:
+    try:
+        attempt = deliveries.note_deferral(message, reason, redelivery=redelivery)
+    except deliveries.Claimed as claimed:
+        if claimed.reason == "dead-lettered":
+            return _dead_letter(body, receive_count, attempted=False)
         return Outcome("skipped")  # delivered already (by an earlier copy): nothing to defer
     _log.info("postback deferred", extra={"delivery_id": message["delivery_id"], "account_id": message["account_id"],
                                           "attempt": attempt, "reason": reason})
-    return Outcome("deferred", retry_delay(attempt, _schedule()))
+    return _give_back("deferred", body, receive_count, retry_delay(attempt, _schedule()))
 
 
 def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callable[[], None] | None = None) -> Outcome:
     """Deliver one SQS record before ``deadline`` (a time.monotonic() value: the end of the invocation).
 
     ``on_delivered`` is called as soon as the receiver has answered 2xx, before the delivery log write: if that
-    write is still running when the handler must answer, the record is acknowledged all the same.
+    write is still running when the handler must answer, the record is acknowledged all the same. The attempt
+    number (``Vault-Delivery-Attempt``) is the delivery log's count of real POSTs, not SQS's receive count.
     """
     message = json.loads(body)
     account_id, delivery_id = message["account_id"], message["delivery_id"]
     transaction_id = message.get("transaction_id", "")
     redelivery = int(message.get("redelivery", 0)) > 0
-    attempt = receive_count
     target = _target(account_id)
     if target is None:
         # No postback URL any more: nothing to deliver; recorded so the operator sees why.
-        deliveries.record_attempt(account_id, delivery_id, transaction_id, attempt, "abandoned", None, 0.0,
+        deliveries.record_attempt(account_id, delivery_id, transaction_id, receive_count, "abandoned", None, 0.0,
                                   "no postback url", "")
         return Outcome("skipped")
     destination = destination_of(target.url)
     decision = _breaker.before_attempt(destination)
-    if decision == DEFER and not _is_last(attempt, redelivery):
-        return _defer(message, attempt, "circuit open", redelivery)
+    if decision == DEFER:
+        return _defer(message, body, receive_count, "circuit open", redelivery)
     budget = min(DELIVERY_TIMEOUT_SECONDS, deadline - RESERVE_SECONDS - time.monotonic())
     if budget < MIN_ATTEMPT_SECONDS:
         if decision == PROBE:
             _breaker.release_probe(destination)
-        return _defer(message, attempt, "no time left", redelivery)
+        return _defer(message, body, receive_count, "no time left", redelivery)
     try:
         stored = deliveries.claim(message, max(1.0, deadline - time.monotonic()) + 1.0, redelivery=redelivery)
     except deliveries.Claimed as claimed:
@@ -191,14 +230,18 @@ def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callab
             _breaker.release_probe(destination)
         if claimed.reason == "delivered":
             return Outcome("skipped")
+        if claimed.reason == "dead-lettered":
+            return _dead_letter(body, receive_count, attempted=False)  # a copy; its attempts are used up
         # Another copy of this message is being attempted right now (SQS handed it out twice): look again when
         # that copy is surely done, or after the schedule's delay if sooner. No attempt, no log entry.
         lease_left = math.ceil(claimed.lease_until - clock.now())
-        return Outcome("deferred", max(1, min(lease_left, retry_delay(attempt, _schedule()))))
+        return _give_back("deferred", body, receive_count,
+                          max(1, min(lease_left, retry_delay(receive_count, _schedule()))))
     except BaseException:
         if decision == PROBE:
             _breaker.release_probe(destination)
         raise
+    attempt = int(stored.get("attempt") or 1)
 
     timestamp = int(clock.now())
     payload = build_body(account_id, target.api_accesskey, timestamp, [message["response"]])
@@ -244,4 +287,6 @@ def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callab
     except Exception as exc:  # noqa: BLE001 - the retry must still be scheduled
         _log.error("postback delivery log write failed", extra={**log, "error_type": type(exc).__name__})
     _log.warning("postback attempt failed", extra={**log, "reason": error})
-    return Outcome("failed", 0 if last else retry_delay(attempt, _schedule()), dead_letter=last)
+    if last:
+        return _dead_letter(body, receive_count)
+    return _give_back("failed", body, receive_count, retry_delay(attempt, _schedule()))

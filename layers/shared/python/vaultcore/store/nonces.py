@@ -2,9 +2,16 @@
 
 The condition also admits a nonce whose stored item is past its ``expiresAt``: DynamoDB deletes expired items
 lazily (up to days late), so an expired item counts as absent.
+
+It also admits a retry of the same put (issue 18): when DynamoDB applied the put but its answer was lost, the
+SDK sends it again and a plain ``attribute_not_exists`` would refuse the request's own nonce as a replay (a
+false 1003). Each call writes a random ``writer``; the retry carries the same one, an attacker's replay of the
+request is another call with another one.
 """
 
 from __future__ import annotations
+
+import secrets
 
 from vaultcore.settings import settings
 from vaultcore.store.aws import dynamodb
@@ -15,13 +22,14 @@ __all__ = ["claim_nonce", "decoy_claim", "nonce_seen"]
 
 def claim_nonce(partner_id: str, nonce: str, now: int, expires_at: int) -> bool:
     """Record the nonce; False when it was already used and has not expired."""
+    writer = secrets.token_hex(8)
     try:
         with aws_errors("nonce write"):
             dynamodb().put_item(
                 TableName=settings().nonces_table,
-                Item=to_item({"partnerId": partner_id, "nonce": nonce, "expiresAt": expires_at}),
-                ConditionExpression="attribute_not_exists(nonce) OR expiresAt < :now",
-                ExpressionAttributeValues=to_item({":now": now}),
+                Item=to_item({"partnerId": partner_id, "nonce": nonce, "expiresAt": expires_at, "writer": writer}),
+                ConditionExpression="attribute_not_exists(nonce) OR expiresAt < :now OR writer = :w",
+                ExpressionAttributeValues=to_item({":now": now, ":w": writer}),
             )
     except ConditionFailed:
         return False
