@@ -82,24 +82,6 @@ def plain(platform):
     return Gateway(platform, _account(platform))
 
 
-@pytest.fixture
-def atomic_moto(monkeypatch):
-    """DynamoDB applies each conditional write atomically per item; moto evaluates the condition and applies the
-    write in separate Python steps that threads can interleave. Serialising moto's write operations restores the
-    service's guarantee, so the test exercises our condition logic, not moto's thread safety."""
-    from moto.dynamodb.models import DynamoDBBackend
-
-    lock = threading.RLock()
-    for name in ("put_item", "update_item", "delete_item", "get_item"):
-        original = getattr(DynamoDBBackend, name)
-
-        def wrapped(self, *args, _original=original, **kwargs):
-            with lock:
-                return _original(self, *args, **kwargs)
-
-        monkeypatch.setattr(DynamoDBBackend, name, wrapped)
-
-
 def _bfid_and_tokens(gw: Gateway, transaction_id: str) -> dict:
     return gw.report(transaction_id=transaction_id, include_fields="bfid,vault_token_card_number,"
                      "vault_token_card_expiration,vault_token_bank_account_number,"
@@ -272,7 +254,8 @@ def test_authorizations_live_seven_days(gw):
                   transaction_amount="1.00")["transaction_approved"]
 
 
-def test_ten_concurrent_captures_exactly_one_succeeds(gw, atomic_moto):
+def test_ten_concurrent_captures_exactly_one_succeeds(gw):
+    # moto is given DynamoDB's per-item atomicity by the platform fixture (local/moto_atomic.py)
     auth = _authorize(gw, "100.00")
     barrier = threading.Barrier(10)
 
