@@ -16,7 +16,7 @@ from vaultcore.cards.tracks import TRACK_FORMATS
 from vaultcore.devices.profiles import profile_names
 from vaultcore.devices.registry import _KCV, _SERIAL, SCHEMES
 from vaultcore.gateway.accounts import OPTION_NAMES
-from vaultcore.partners.service import API_SECURITY
+from vaultcore.partners.service import API_SECURITY, PARTNER_ID, PARTNER_NAME_TEXT
 from vaultcore.proxy import config as pc
 from vaultcore.proxy.transform import SOURCES, TYPES
 from vaultcore.tokens.alphabets import ALPHABETS
@@ -27,6 +27,8 @@ from vaultcore.wallet.settings import _FILE_NAME, MAX_ASSOCIATION_BYTES, MAX_DOM
 S = {"type": "string"}
 I = {"type": "integer"}  # noqa: E741
 B = {"type": "boolean"}
+# What vaultcore.proxy.config's _string accepts: not empty, not only white space.
+_NB = {"minLength": 1, "pattern": pc.NON_BLANK.pattern}
 
 
 def _place_rules(sources: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -60,18 +62,18 @@ def _proxy_schemas() -> dict[str, Any]:
         "PassthroughAuthorization": obj({"type": {"const": "passthrough"},
                                          "headerName": text(description="The header carrying the target's "
                                                                         "credential (missing at call time: 8105).",
-                                                            maxLength=128)}, ("type",)),
+                                                            maxLength=128, **_NB)}, ("type",)),
         "BasicAuthorization": obj({"type": {"const": "basic"},
-                                   "username": text(description="The partner id. " + auth_where, maxLength=64),
+                                   "username": text(description="The partner id. " + auth_where, maxLength=64, **_NB),
                                    "password": text(description="The partner key (`[REDACTED]` when read back). "
                                                                 "Not allowed in actions of hmac partners.",
-                                                    maxLength=512)},
+                                                    maxLength=512, **_NB)},
                                   ("type", "username", "password")),
         "HmacAuthorization": obj({"type": {"const": "hmac"},
-                                  "username": text(description="The partner id. " + auth_where, maxLength=64),
+                                  "username": text(description="The partner id. " + auth_where, maxLength=64, **_NB),
                                   "secret": text(description="The Base64-decoded hmacKey (the issued key is "
                                                              "accepted too; `[REDACTED]` when read back).",
-                                                 maxLength=512)},
+                                                 maxLength=512, **_NB)},
                                  ("type", "username", "secret")),
         "ProxyAuthorization": {"oneOf": [ref("PassthroughAuthorization"), ref("BasicAuthorization"),
                                          ref("HmacAuthorization")],
@@ -85,7 +87,7 @@ def _proxy_schemas() -> dict[str, Any]:
                                        "answers 4xx/5xx."),
         "TokenizationSubstitution": obj({**_place(pc.SUBSTITUTION_SOURCES),
                                          "fieldName": text(description="A field of the action's template (8200).",
-                                                           maxLength=64),
+                                                           maxLength=64, **_NB),
                                          "required": {"type": "boolean", "default": False,
                                                       "description": "Matching nothing refuses the request (8115; "
                                                                      "response actions: 8118). Not on variables."}},
@@ -106,7 +108,7 @@ def _proxy_schemas() -> dict[str, Any]:
         "TokenizationAction": obj({
             "type": {"const": "tokenization"}, "authorization": ref("ProxyAuthorization"),
             "method": {"type": "string", "enum": list(pc.TOKEN_METHODS)},
-            "templateRef": text(description="A template of the partner (8200).", maxLength=64),
+            "templateRef": text(description="A template of the partner (8200).", maxLength=64, **_NB),
             "substitutions": {"type": "array", "items": ref("TokenizationSubstitution"), "minItems": 1,
                               "maxItems": pc.MAX_SUBSTITUTIONS},
             "model": {"const": "sync"},
@@ -125,7 +127,7 @@ def _proxy_schemas() -> dict[str, Any]:
                 "method": {"type": "string", "enum": list(pc.METHODS)},
                 "target": text(description="Absolute https URL with a host name; checked by the egress policy "
                                            "(8203) and again, with DNS, on every call (8110).",
-                               maxLength=pc.MAX_TARGET_LENGTH),
+                               maxLength=pc.MAX_TARGET_LENGTH, **_NB),
                 "logSettings": ref("LogSettings"),
             }, ("authorization", "method", "target")),
             "actions": {"type": "array", "maxItems": pc.MAX_ACTIONS,
@@ -217,9 +219,10 @@ def _schemas() -> dict[str, Any]:
         "ManagementErrorCode": codes(errors.management_table(), "`errCode` of the management API error body."),
         "ManagementError": obj({"success": {"const": False}, "errCode": ref("ManagementErrorCode"),
                                 "errMessage": S}, ("success", "errCode", "errMessage")),
-        "PartnerRequest": obj({"name": text(description="1-100 characters.", minLength=1, maxLength=100),
+        "PartnerRequest": obj({"name": text(description="1-100 characters, not only white space.", minLength=1,
+                                            maxLength=100, pattern=PARTNER_NAME_TEXT.pattern),
                                "apiSecurity": {"type": "string", "enum": list(API_SECURITY), "default": "hmac"},
-                               "partnerId": text("[A-Za-z0-9]{3,40}")}, ("name",), closed=False),
+                               "partnerId": text(PARTNER_ID)}, ("name",), closed=False),
         "PartnerCreated": obj({"partnerId": S, "name": S, "partnerKey": S, "hmacKey": S,
                                "apiSecurity": {"type": "string", "enum": list(API_SECURITY)},
                                "status": {"const": "active"}},

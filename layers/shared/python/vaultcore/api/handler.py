@@ -29,15 +29,15 @@ _log = get_logger("api")
 
 
 def _reference_of(request: Request) -> str | None:
+    """The request's ``reference`` to echo in an error body: only a valid one (a string of at most 50
+    characters). An error never echoes an input it rejected as invalid (1002 among them)."""
+    from vaultcore.api.secure import reference_of
+
     try:
         body = request.json()
-    except VaultError:  # refused by the input gate: nothing to echo
+        return reference_of(body) if isinstance(body, dict) else None
+    except VaultError:  # refused by the input gate, or not a valid reference: nothing to echo
         return None
-    if isinstance(body, dict):
-        ref = body.get("reference")
-        if isinstance(ref, str):
-            return ref
-    return None
 
 
 def resolve_route(route: Route | str) -> Route:

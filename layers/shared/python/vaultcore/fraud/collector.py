@@ -186,10 +186,17 @@ def _text(value: Any, high: int) -> str:
     return value[:high] if isinstance(value, str) else ""
 
 
+_DECIMALS = 6  # what a screen size or pixel ratio needs; the stored number stays within DynamoDB's number type
+
+
 def _number(value: Any, low: float, high: float) -> float | int:
+    """A reported number, clamped to ``low..high`` and rounded to 6 decimal places: a browser sends any JSON
+    number (``1e-200`` too), and DynamoDB stores 38 significant digits with exponents -130..125, so a value
+    outside that (an underflow) must not reach the item (it would fail the write: HTTP 500)."""
     if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
         return 0
-    return min(max(value, low), high)
+    clamped = min(max(value, low), high)
+    return clamped if isinstance(clamped, int) else round(float(clamped), _DECIMALS)
 
 
 def _clean_signals(raw: Any) -> dict[str, Any]:

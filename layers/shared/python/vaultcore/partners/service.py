@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
+import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,8 @@ __all__ = ["Partner", "create_partner", "load_partner", "get_partner", "set_part
 
 DEFAULT_OVERLAP_SECONDS = 24 * 3600
 API_SECURITY = ("key", "hmac")
+PARTNER_ID = re.compile(r"[A-Za-z0-9]{3,40}")  # ASCII letters and digits (the management API's document)
+PARTNER_NAME_TEXT = re.compile(r"\S")  # a name is 1 to 100 characters, not only white space
 _cache: ContainerCache[Partner] = ContainerCache("record_cache_seconds", max_items=2048)
 
 
@@ -89,11 +92,11 @@ def _wrap_hmac(partner_id: str, version: int, secret: bytes) -> dict[str, Any]:
 
 
 def create_partner(name: str, api_security: str, partner_id: str | None = None) -> dict[str, Any]:
-    if not isinstance(name, str) or not name.strip() or len(name) > 100:
-        raise ValidationError("name is required (1 to 100 characters).")
-    if api_security not in API_SECURITY:
+    if not isinstance(name, str) or not PARTNER_NAME_TEXT.search(name) or len(name) > 100:
+        raise ValidationError("name is required (1 to 100 characters, not only white space).")
+    if not isinstance(api_security, str) or api_security not in API_SECURITY:
         raise ValidationError("apiSecurity must be 'key' or 'hmac'.")
-    if partner_id is not None and (not partner_id.isalnum() or not 3 <= len(partner_id) <= 40):
+    if partner_id is not None and (not isinstance(partner_id, str) or not PARTNER_ID.fullmatch(partner_id)):
         raise ValidationError("partnerId must be 3 to 40 letters or digits.")
     partner_id = partner_id or "p" + secrets.token_hex(8)
     partner_key = _new_partner_key()

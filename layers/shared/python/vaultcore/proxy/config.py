@@ -111,6 +111,7 @@ _RESPONSE_HEADERS_REFUSED = frozenset({
     "upgrade", "content-length", "content-encoding", "content-type", "set-cookie", "vault-id", "vault-unmatched",
 })
 _MAX_NAME = 128
+NON_BLANK = re.compile(r"\S")  # names, credentials, templateRef and target: not empty, not only white space
 _WRAPPED = "$wrapped"
 
 
@@ -238,8 +239,14 @@ def _enum(value: Any, where: str, allowed: tuple[str, ...] | frozenset[str], not
     return value
 
 
+def _present(obj: dict[str, Any], key: str, stored: bool) -> bool:
+    """Whether an optional member is given. ``null`` is no value the document allows (8200); a configuration
+    stored before that was refused may hold one, and reads as absent."""
+    return key in obj and (obj[key] is not None or not stored)
+
+
 def _string(value: Any, where: str, max_length: int = _MAX_NAME) -> str:
-    if not isinstance(value, str) or not value.strip():
+    if not isinstance(value, str) or not NON_BLANK.search(value):
         raise _fail(f"{where} must be a non-empty string.")
     if len(value) > max_length:
         raise _fail(f"{where} must be at most {max_length} characters.")
@@ -307,9 +314,9 @@ def _authorization(value: Any, where: str, stored: bool) -> AuthSpec:
     type_ = _enum(obj["type"], f"{where}.type", AUTH_TYPES, _AUTH_NOTES)
     if type_ == "passthrough":
         _members(obj, where, ("type",), ("headerName",))
-        header = obj.get("headerName")
-        if header is not None:
-            header = _string(header, f"{where}.headerName")
+        header = None
+        if _present(obj, "headerName", stored):
+            header = _string(obj["headerName"], f"{where}.headerName")
             try:
                 compile_path("header", "key", header)
             except PathError:
@@ -480,11 +487,11 @@ def _parse_document(doc: Any, *, policy: EgressPolicy | None, stored: bool) -> P
     target, parsed, target_error = _target(proxy["target"], policy, strict=not stored)
     authorization = _authorization(proxy["authorization"], "proxy.authorization", stored)
     masks: dict[str, tuple[MaskSpec, ...]] = {"requestMasks": (), "responseMasks": (), "handledErrorMasks": ()}
-    if proxy.get("logSettings") is not None:
+    if _present(proxy, "logSettings", stored):
         settings = _object(proxy["logSettings"], "proxy.logSettings")
         _members(settings, "proxy.logSettings", (), tuple(masks))
         for key in masks:
-            if settings.get(key) is not None:
+            if _present(settings, key, stored):
                 items = _array(settings[key], f"proxy.logSettings.{key}", MAX_MASKS)
                 masks[key] = tuple(_mask(m, f"proxy.logSettings.{key}[{i}]") for i, m in enumerate(items))
     actions_raw = _array(root["actions"], "actions", MAX_ACTIONS)
@@ -493,7 +500,7 @@ def _parse_document(doc: Any, *, policy: EgressPolicy | None, stored: bool) -> P
         if sum(a.method == method_name for a in actions) > 1:
             raise _fail(f"actions: at most one '{method_name}' action (one vault-id per request).")
     response_actions: tuple[ActionSpec, ...] = ()
-    if root.get("responseActions") is not None:
+    if _present(root, "responseActions", stored):
         raw = _array(root["responseActions"], "responseActions", MAX_RESPONSE_ACTIONS)
         response_actions = tuple(_action(a, i, stored, "response") for i, a in enumerate(raw))
         for method_name in TOKEN_METHODS:
@@ -601,7 +608,17 @@ def public_document(doc: dict[str, Any]) -> dict[str, Any]:
     import copy
 
     out = copy.deepcopy(doc)
+    # A configuration stored before null was refused may hold one where the document allows none: shown without.
+    proxy = out.get("proxy") or {}
+    if isinstance(proxy.get("logSettings"), dict):
+        for key in [k for k, v in proxy["logSettings"].items() if v is None]:
+            del proxy["logSettings"][key]
+    for parent, key in ((out, "responseActions"), (proxy, "logSettings")):
+        if key in parent and parent[key] is None:
+            del parent[key]
     for auth in _auth_objects(out):
+        if auth.get("type") == "passthrough" and "headerName" in auth and auth["headerName"] is None:
+            del auth["headerName"]
         for key in ("password", "secret"):
             if key in auth:
                 auth[key] = REDACTED
