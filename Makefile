@@ -3,6 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 PORT ?= 3000
+ARGS ?=
 export SAM_CLI_TELEMETRY := 0
 export AWS_DEFAULT_REGION ?= us-east-1
 
@@ -20,7 +21,7 @@ $(VENV)/.installed: requirements-dev.txt
 	touch $@
 
 run: venv
-	$(PY) -m local.runner --port $(PORT)
+	$(PY) -m local.runner --port $(PORT) $(ARGS)
 
 # One event through one function against the running `make run` (no Docker):
 #   make invoke FN=PartnerValidateFunction EVENT=events/partner_validate.json   (FN may be left out)

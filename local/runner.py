@@ -111,6 +111,7 @@ class Platform:
         self.queue_urls_by_arn: dict[str, str] = {}
         self.schedules: list[dict[str, Any]] = []
         self.moto = None
+        self.reuse_resources = False  # --aws-endpoint: create only what the endpoint does not hold yet
         self._stop = threading.Event()
 
     # ------------------------------------------------------------ AWS stand-ins
@@ -119,13 +120,21 @@ class Platform:
 
         from moto.server import ThreadedMotoServer
 
+        from local import moto_atomic
+
+        moto_atomic.install()  # DynamoDB's per-item atomicity of conditional writes, which moto lacks
         logging.getLogger("werkzeug").setLevel(logging.ERROR)  # moto's per-request access log is noise here
 
         port = _free_port()
         # Bind to loopback only (STYLE.md pitfall 6: ThreadedMotoServer binds 0.0.0.0 by default).
         self.moto = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
         self.moto.start()
-        endpoint = f"http://127.0.0.1:{port}"
+        return self.use_endpoint(f"http://127.0.0.1:{port}", reuse_resources=False)
+
+    def use_endpoint(self, endpoint: str, reuse_resources: bool = True) -> str:
+        """AWS calls go to ``endpoint`` (moto's, or one given with --aws-endpoint) with dummy credentials. With
+        ``reuse_resources``, create_resources keeps the tables, queues and key the endpoint already holds."""
+        self.reuse_resources = reuse_resources
         os.environ.update({
             "AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
             "AWS_SESSION_TOKEN": "testing", "AWS_DEFAULT_REGION": REGION, "AWS_REGION": REGION,
@@ -145,7 +154,11 @@ class Platform:
         resolve = resolver(self.params, self.conditions, self.refs, self.attrs, pseudo)
         for name, res in self.resources.items():
             if res["Type"] == "AWS::KMS::Key":
-                key = kms.create_key(Description=str(res["Properties"].get("Description", name)))["KeyMetadata"]
+                key = self._existing_key(kms, name) if self.reuse_resources else None
+                if key is None:
+                    key = kms.create_key(Description=str(res["Properties"].get("Description", name)))["KeyMetadata"]
+                    if self.reuse_resources:  # found again by this alias when the runner restarts
+                        kms.create_alias(AliasName=self._key_alias(name), TargetKeyId=key["KeyId"])
                 self.refs[name] = key["KeyId"]
                 self.attrs[(name, "Arn")] = key["Arn"]
         # Dead-letter queues first, so redrive policies can name them.
@@ -159,7 +172,8 @@ class Platform:
                 if self.max_receive_count:  # runner-only override, so tests reach the DLQ quickly
                     policy["maxReceiveCount"] = self.max_receive_count
                 attributes["RedrivePolicy"] = json.dumps(policy)
-            url = sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+            url = self._existing_queue(sqs, name) if self.reuse_resources else None
+            url = url or sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
             arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
             self.refs[name] = url
             self.attrs[(name, "Arn")] = arn
@@ -176,8 +190,10 @@ class Platform:
             for idx in ("LocalSecondaryIndexes", "GlobalSecondaryIndexes"):
                 if idx in props:
                     kwargs[idx] = props[idx]
-            ddb.create_table(**kwargs)
-            if "TimeToLiveSpecification" in props:
+            existed = self.reuse_resources and self._table_exists(ddb, name)
+            if not existed:
+                ddb.create_table(**kwargs)
+            if "TimeToLiveSpecification" in props and not existed:
                 ddb.update_time_to_live(TableName=name, TimeToLiveSpecification=props["TimeToLiveSpecification"])
             self.refs[name] = name
             self.attrs[(name, "Arn")] = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{name}"
@@ -187,6 +203,32 @@ class Platform:
             if res["Type"] == "AWS::Serverless::LayerVersion":
                 self.refs[name] = name
         self._configure_functions(resolve)
+
+    # --aws-endpoint: what an endpoint that outlived a previous runner already holds
+    @staticmethod
+    def _key_alias(name: str) -> str:
+        return f"alias/vault-local-runner/{name}"
+
+    def _existing_key(self, kms: Any, name: str) -> dict[str, Any] | None:
+        try:
+            return kms.describe_key(KeyId=self._key_alias(name))["KeyMetadata"]
+        except kms.exceptions.NotFoundException:
+            return None
+
+    @staticmethod
+    def _existing_queue(sqs: Any, name: str) -> str | None:
+        try:
+            return sqs.get_queue_url(QueueName=name)["QueueUrl"]
+        except sqs.exceptions.QueueDoesNotExist:
+            return None
+
+    @staticmethod
+    def _table_exists(ddb: Any, name: str) -> bool:
+        try:
+            ddb.describe_table(TableName=name)
+            return True
+        except ddb.exceptions.ResourceNotFoundException:
+            return False
 
     def _configure_functions(self, resolve: Any) -> None:
         globals_fn = (self.template.get("Globals") or {}).get("Function", {})
@@ -467,11 +509,37 @@ class _Server(ThreadingHTTPServer):
     request_queue_size = 256
 
 
+def _previous_demo(platform: Platform, aws_endpoint: str, base_url: str) -> dict[str, Any] | None:
+    """--aws-endpoint: the demo data a previous runner seeded at this endpoint, when it is all still there."""
+    path = platform.state_dir / "demo.json"
+    try:
+        demo = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(demo, dict) or demo.get("awsEndpoint") != aws_endpoint:
+        return None
+    import urllib.error
+    import urllib.request
+
+    checks = [f"/admin/v1/partners/{demo[k]['partnerId']}" for k in ("partner", "keyPartner") if k in demo]
+    if isinstance(demo.get("account"), dict):
+        checks.append(f"/admin/v1/accounts/{demo['account']['account_id']}")
+    for check in checks:
+        try:
+            with urllib.request.urlopen(base_url + check, timeout=30):
+                pass
+        except (urllib.error.URLError, OSError):
+            return None
+    return demo
+
+
 def start(port: int, environment: str = "cert", state_dir: Path | None = None, seed_demo: bool = True,
           env_overrides: dict[str, str] | None = None, max_receive_count: int | None = None,
-          ) -> tuple[Platform, ThreadingHTTPServer, dict[str, Any]]:
+          aws_endpoint: str | None = None) -> tuple[Platform, ThreadingHTTPServer, dict[str, Any]]:
     platform = Platform(environment, state_dir, env_overrides, max_receive_count)
-    aws_endpoint = platform.start_moto()
+    # --aws-endpoint: a moto (or DynamoDB/SQS/KMS stand-in) started elsewhere keeps its state across runners
+    external = aws_endpoint is not None
+    aws_endpoint = platform.use_endpoint(aws_endpoint) if external else platform.start_moto()
     platform.create_resources()
     from local import wallet_vendor  # runner only: the wallet vendor's merchant session endpoint, over mutual TLS
 
@@ -484,10 +552,13 @@ def start(port: int, environment: str = "cert", state_dir: Path | None = None, s
     os.environ["VAULT_LOCAL_BASE_URL"] = base_url
     platform.start_pollers()
     # The moto endpoint lets end-to-end tests inspect what the platform stored (table scans for card data).
+    previous = _previous_demo(platform, aws_endpoint, base_url) if external else None
     demo: dict[str, Any] = {"baseUrl": base_url, "environment": environment, "awsEndpoint": aws_endpoint}
     if wallet_stand_in:
         demo["walletVendor"] = wallet_stand_in
-    if seed_demo:
+    if previous is not None:  # restarted against the same endpoint: the seeded data is there, seed nothing twice
+        demo = {**previous, **demo, "reused": True}
+    elif seed_demo:
         from local.seed import seed
 
         demo.update(seed(base_url))
@@ -508,11 +579,15 @@ def main(argv: list[str] | None = None) -> int:
                         help="override a function environment variable (e.g. POSTBACK_RETRY_SCHEDULE=1,1,1)")
     parser.add_argument("--max-receive-count", type=int, default=None,
                         help="override the queues' maxReceiveCount (runner only; for tests of the DLQ)")
+    parser.add_argument("--aws-endpoint", default=None, metavar="URL",
+                        help="use this AWS endpoint (a moto server started elsewhere) instead of starting moto; "
+                             "tables, queues and the key are created only if missing, and a demo.json of the "
+                             "same endpoint in --state-dir is reused, so a restarted runner keeps all data")
     args = parser.parse_args(argv)
     started = time.monotonic()
     overrides = dict(item.split("=", 1) for item in args.env)
     platform, server, demo = start(args.port, args.environment, args.state_dir, not args.no_seed, overrides,
-                                   args.max_receive_count)
+                                   args.max_receive_count, args.aws_endpoint)
     banner = {"url": demo["baseUrl"], "environment": args.environment,
               "startedInSeconds": round(time.monotonic() - started, 2),
               "demoFile": str(args.state_dir / "demo.json")}
