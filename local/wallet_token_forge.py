@@ -176,10 +176,14 @@ def make_test_chain(
     valid_until: datetime = _DEFAULT_UNTIL,
     name: str = "Wallet Test",
     root: tuple[bytes, bytes] | None = None,
+    leaf_valid_from: datetime | None = None,
+    leaf_valid_until: datetime | None = None,
 ) -> TestChain:
     """A fresh chain. ``leaf_oid`` / ``intermediate_oid`` False leave out the vendor's marker extensions;
-    the validity window applies to all three certificates (the default spans 2000-2099). ``root`` (certificate
-    and key PEM, e.g. from :func:`new_root`) issues the intermediate instead of a fresh root."""
+    the validity window applies to all three certificates (the default spans 2000-2099) unless
+    ``leaf_valid_from`` / ``leaf_valid_until`` give the signing certificate its own (an expired signer under a
+    valid chain). ``root`` (certificate and key PEM, e.g. from :func:`new_root`) issues the intermediate instead
+    of a fresh root."""
     if root is None:
         root = new_root(name, valid_from=valid_from, valid_until=valid_until)
     root_cert, root_key = _load_ca(*root)
@@ -202,7 +206,8 @@ def make_test_chain(
         inter_key,
         ca=False,
         marker_oid=OID_LEAF_MARKER if leaf_oid else None,
-        **window,
+        valid_from=leaf_valid_from or valid_from,
+        valid_until=leaf_valid_until or valid_until,
     )
     pem = serialization.Encoding.PEM
     return TestChain(
@@ -368,11 +373,18 @@ def _time(when: datetime) -> bytes:
 
 
 def sign_content(
-    content: bytes, chain: TestChain, signing_time: datetime, *, include_certificates: bool = True
+    content: bytes,
+    chain: TestChain,
+    signing_time: datetime,
+    *,
+    include_certificates: bool = True,
+    signing_time_der: bytes | None = None,
+    include_signing_time: bool = True,
 ) -> bytes:
     """RFC 5652 detached ``SignedData`` (DER) over ``content`` by the chain's leaf: digest SHA-256, signature
     ECDSA-SHA256, signed attributes contentType / signingTime / messageDigest, certificates leaf and
-    intermediate (the root is the verifier's to supply, as with the vendor's tokens)."""
+    intermediate (the root is the verifier's to supply, as with the vendor's tokens). For refusal tests,
+    ``signing_time_der`` replaces the encoded signing time and ``include_signing_time=False`` leaves it out."""
     leaf = x509.load_pem_x509_certificate(chain.leaf_pem)
     intermediate = x509.load_pem_x509_certificate(chain.intermediate_pem)
     leaf_key = serialization.load_pem_private_key(chain.leaf_key_pem, password=None)
@@ -380,10 +392,11 @@ def sign_content(
         raise ValueError("leaf key is not an EC key")
     sha256 = _tlv(0x30, _oid("2.16.840.1.101.3.4.2.1"), b"\x05\x00")
     id_data = _oid("1.2.840.113549.1.7.1")
+    time_der = signing_time_der if signing_time_der is not None else _time(signing_time)
     attributes = sorted(  # DER SET OF: elements in ascending order of their encodings (X.690 §11.6)
         [
             _tlv(0x30, _oid("1.2.840.113549.1.9.3"), _tlv(0x31, id_data)),
-            _tlv(0x30, _oid("1.2.840.113549.1.9.5"), _tlv(0x31, _time(signing_time))),
+            *([_tlv(0x30, _oid("1.2.840.113549.1.9.5"), _tlv(0x31, time_der))] if include_signing_time else []),
             _tlv(0x30, _oid("1.2.840.113549.1.9.4"), _tlv(0x31, _tlv(0x04, hashlib.sha256(content).digest()))),
         ]
     )

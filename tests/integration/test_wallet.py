@@ -373,6 +373,40 @@ def test_apay_sale_authorization_and_capture_through_the_gateway(platform, walle
                  currency="XYZ", apay_payload=json.dumps(merchant.token(amount=100)))[2]["error_code"] == 207
 
 
+def test_signature_refusals_say_why_through_the_gateway(platform, wallet_account, merchant, vault_logs):
+    """Issue 18: 707/708/709 keep their codes and HTTP 200, and error_message names the failed check."""
+    from local.wallet_token_forge import sign_content
+    from vaultcore.crypto.wallet_token import signed_content
+    from vaultcore.wallet.errors import SIGNATURE_REFUSALS
+
+    root = (merchant.chain.root_pem, merchant.chain.root_key_pem)  # the account's trust root
+    expired_leaf = make_test_chain(root=root, leaf_valid_until=datetime.now(UTC) - timedelta(days=1))
+    tampered = merchant.token(amount=100)
+    content = signed_content(tampered)
+    blob = sign_content(content, merchant.chain, datetime.now(UTC))
+    tampered["paymentData"]["signature"] = base64.b64encode(blob[:-1] + bytes([blob[-1] ^ 0x01])).decode()
+    cases = {
+        "signer_expired": merchant.token(amount=100, chain=expired_leaf),
+        "unknown_root": merchant.token(amount=100, chain=make_test_chain()),
+        "signature_mismatch": tampered,
+        "signing_time_too_old": merchant.token(amount=100, signing_time=datetime.now(UTC) - timedelta(minutes=10)),
+    }
+    messages = set()
+    for detail, token in cases.items():
+        status, _, body = qsapi(platform, wallet_account, transaction_type="SALE", tender_type="APay",
+                                transaction_amount="1.00", currency="USD", apay_payload=json.dumps(token))
+        code, message = SIGNATURE_REFUSALS[detail]
+        assert status == 200 and (body["error_code"], body["error_message"]) == (code, message), (detail, body)
+        messages.add(message)
+    assert {SIGNATURE_REFUSALS[d][0] for d in cases} == {W.CHAIN_INVALID, W.SIGNATURE_INVALID, W.SIGNING_TIME}
+    assert len(messages) == len(cases)
+    # The two 708 causes no longer read alike, and the log names the cause (never the token).
+    assert "expired" in SIGNATURE_REFUSALS["signer_expired"][1]
+    assert "trust root" in SIGNATURE_REFUSALS["unknown_root"][1]
+    logged = vault_logs.getvalue()
+    assert "signer_expired" in logged and tampered["paymentData"]["signature"][:40] not in logged
+
+
 def test_payments_format_authorized_and_refused(platform, wallet_account, merchant):
     creds = {"account_id": wallet_account["account_id"], "api_accesskey": wallet_account["api_accesskey"]}
     token = merchant.token(amount=1000)

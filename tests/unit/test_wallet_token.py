@@ -394,3 +394,133 @@ def test_unsupported_version_refused_before_signature(token: dict, chain: TestCh
 def test_naive_now_is_a_programming_error(token: dict, chain: TestChain):
     with pytest.raises(ValueError, match="timezone-aware"):
         wt.verify_signature(token, [chain.root_pem], datetime(2030, 6, 1, 12, 0))  # noqa: DTZ001
+
+
+# ------------------------------------------------------------------ why a signature is refused (issue 18)
+#
+# Each refusal carries a stable ``detail``; the service maps it to its own public message under the same code
+# (vaultcore.wallet.errors.SIGNATURE_REFUSALS). The messages are distinct, and none holds token or key material.
+
+
+def _refusal(token: dict, roots: list[bytes], now: datetime = NOW) -> wt.WalletTokenError:
+    with pytest.raises(wt.WalletTokenError) as exc:
+        wt.verify_signature(token, roots, now)
+    return exc.value
+
+
+def _tampered_certificate_pem(pem: bytes) -> bytes:
+    """The certificate with one bit of its signature value flipped (the DER stays well formed)."""
+    der = bytearray(x509.load_pem_x509_certificate(pem).public_bytes(serialization.Encoding.DER))
+    der[-2] ^= 0x01  # inside the ECDSA signature's last INTEGER, the certificate's last field
+    return x509.load_der_x509_certificate(bytes(der)).public_bytes(serialization.Encoding.PEM)
+
+
+def test_expired_signing_certificate_is_signer_expired(merchant: tuple[bytes, bytes]):
+    # Given a chain whose root and intermediate are valid but whose signing certificate expired in 2025
+    chain = make_test_chain(leaf_valid_until=datetime(2025, 1, 1, tzinfo=UTC))
+    token = build_token(sample_payment_data(), merchant[1], chain, signing_time=NOW)
+    # Then the refusal says the signer's certificate expired, not that it does not chain
+    error = _refusal(token, [chain.root_pem])
+    assert (error.reason, error.detail) == ("chain_invalid", "signer_expired")
+    # and a signing certificate valid only from later is "not yet valid"
+    later = make_test_chain(leaf_valid_from=NOW + timedelta(days=1))
+    token = build_token(sample_payment_data(), merchant[1], later, signing_time=NOW)
+    assert _refusal(token, [later.root_pem]).detail == "signer_not_yet_valid"
+
+
+def test_expired_intermediate_is_issuer_expired(merchant: tuple[bytes, bytes]):
+    old = make_test_chain(valid_from=datetime(2010, 1, 1, tzinfo=UTC), valid_until=datetime(2020, 1, 1, tzinfo=UTC),
+                          leaf_valid_until=datetime(2099, 1, 1, tzinfo=UTC))
+    token = build_token(sample_payment_data(), merchant[1], old, signing_time=NOW)
+    assert _refusal(token, [old.root_pem]).detail == "issuer_expired"
+
+
+def test_vendor_token_today_is_signer_expired():
+    # The published vendor token (2014) under the vendor's root: its signing certificate expired in 2019.
+    error = _refusal(_kat_token(), [APPLE_ROOT_CA_G3_PEM], datetime(2030, 1, 1, tzinfo=UTC))
+    assert error.detail == "signer_expired"
+
+
+def test_token_signed_under_an_unknown_root_is_unknown_root(token: dict, chain: TestChain):
+    other = make_test_chain()  # same names, other keys: the token's intermediate was not issued by this root
+    assert _refusal(token, [other.root_pem]).detail == "unknown_root"
+    assert _refusal(token, [make_test_chain(name="Elsewhere").root_pem]).detail == "unknown_root"
+    # the vendor's token under the test root: another name altogether
+    assert _refusal(_kat_token(), [chain.root_pem], _kat_signing_time()).detail == "unknown_root"
+
+
+def test_tampered_certificate_signature_is_certificate_signature(token: dict, chain: TestChain):
+    # Given the token re-signed by the same leaf key, but with the leaf certificate's own signature altered
+    tampered = TestChain(**{**chain.__dict__, "leaf_pem": _tampered_certificate_pem(chain.leaf_pem)})
+    token["signature"] = base64.b64encode(sign_content(wt.signed_content(token), tampered, NOW)).decode()
+    # Then the CMS signature verifies, but the leaf is not the intermediate's: an altered certificate
+    error = _refusal(token, [chain.root_pem])
+    assert (error.reason, error.detail) == ("chain_invalid", "certificate_signature")
+
+
+def test_tampered_signature_value_is_signature_mismatch(token: dict, chain: TestChain):
+    token["signature"] = base64.b64encode(
+        sign_content(wt.signed_content(token), chain, NOW)[:-1] + b"\x00").decode()  # ECDSA s altered
+    error = _refusal(token, [chain.root_pem])
+    assert (error.reason, error.detail) == ("signature_invalid", "signature_mismatch")
+
+
+def test_altered_token_fields_are_digest_mismatch(token: dict, chain: TestChain):
+    token["data"] = _flip_b64(token["data"], 3)
+    assert _refusal(token, [chain.root_pem]).detail == "digest_mismatch"
+
+
+def test_signing_time_missing_or_invalid(token: dict, chain: TestChain):
+    content = wt.signed_content(token)
+    token["signature"] = base64.b64encode(sign_content(content, chain, NOW, include_signing_time=False)).decode()
+    assert _refusal(token, [chain.root_pem]).detail == "signing_time_missing"
+    bad_time = b"\x17\x0d" + b"301399120000Z"  # month 13
+    token["signature"] = base64.b64encode(sign_content(content, chain, NOW, signing_time_der=bad_time)).decode()
+    assert _refusal(token, [chain.root_pem]).detail == "signing_time_invalid"
+
+
+def test_signing_time_too_old_or_in_the_future(token: dict, chain: TestChain):
+    assert _refusal(token, [chain.root_pem], NOW + timedelta(minutes=6)).detail == "signing_time_too_old"
+    assert _refusal(token, [chain.root_pem], NOW - timedelta(minutes=6)).detail == "signing_time_in_future"
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "detail"), [({"leaf_oid": False}, "leaf_marker"), ({"intermediate_oid": False}, "intermediate_marker")]
+)
+def test_marker_details(merchant: tuple[bytes, bytes], kwargs: dict, detail: str):
+    bare = make_test_chain(**kwargs)
+    token = build_token(sample_payment_data(), merchant[1], bare, signing_time=NOW)
+    assert _refusal(token, [bare.root_pem]).detail == detail
+
+
+def test_trust_root_details(token: dict):
+    assert _refusal(token, []).detail == "no_trust_root"
+    assert _refusal(token, [b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n"]).detail == (
+        "trust_root_unreadable")
+
+
+def test_every_detail_has_a_distinct_public_message():
+    from vaultcore.wallet.errors import SIGNATURE_REFUSALS, W
+
+    source = Path(wt.__file__).read_text()
+    details = set(re.findall(r'",\s*"([a-z_]+)"(?:\)| from None)', source))  # Error("message", "detail")
+    details |= {"signer_expired", "signer_not_yet_valid", "issuer_expired", "issuer_not_yet_valid",
+                "signing_time_too_old", "signing_time_in_future"}  # built with f-strings / a conditional
+    assert len(details) == 27
+    assert details == set(SIGNATURE_REFUSALS), details ^ set(SIGNATURE_REFUSALS)
+    messages = [message for _code, message in SIGNATURE_REFUSALS.values()]
+    assert len(set(messages)) == len(messages)
+    assert {code for code, _ in SIGNATURE_REFUSALS.values()} == {
+        W.SIGNATURE_INVALID, W.CHAIN_INVALID, W.SIGNING_TIME, W.NO_TRUST_ROOT}
+    for message in messages:  # names the check, never a key, certificate body or time from the token
+        assert "BEGIN" not in message and not re.search(r"\d{4}-\d{2}-\d{2}", message)
+
+
+def test_readme_documents_every_signature_refusal():
+    from vaultcore.wallet.errors import SIGNATURE_REFUSALS, W
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("### Wallet and fraud error codes (`error_code`)", 1)[1].split("\n## ", 1)[0]
+    for detail, (code, message) in SIGNATURE_REFUSALS.items():
+        if code != W.NO_TRUST_ROOT:  # 715 has its own row
+            assert f"| {code} | `{detail}` | {message}" in section, detail

@@ -37,9 +37,23 @@ sends it (indefinite lengths), parsed by the small reader below rather than a ne
 
 Errors are :class:`WalletTokenError` (``ValueError``) subclasses with a stable ``reason``: ``bad_format``,
 ``unsupported_version``, ``key_mismatch``, ``decrypt_failed``, ``signature_invalid``, ``chain_invalid``,
-``signing_time_out_of_window``. Messages never include decrypted data or key material, and errors raised
-after decryption carry no chained exception (a ``JSONDecodeError`` holds the whole plaintext in ``.doc``).
-Programming errors (a naive ``now``, a negative window) are plain ``ValueError``.
+``signing_time_out_of_window``. Signature refusals also carry a stable ``detail`` saying why (the service maps
+it to the public message of its 707/708/709 code, :data:`vaultcore.wallet.errors.SIGNATURE_REFUSALS`):
+
+* ``signature_invalid``: ``cms_malformed``, ``algorithm``, ``attributes_missing``, ``signing_time_missing``,
+  ``signing_time_invalid``, ``signer_missing``, ``digest_mismatch``, ``signer_key_type``,
+  ``signature_mismatch``;
+* ``chain_invalid``: ``unknown_root``, ``certificate_signature`` (an issuer with the certificate's issuer name
+  and key identifier is there, but the certificate's signature does not verify with its key: an altered
+  certificate), ``chain_too_long``, ``signer_expired``, ``signer_not_yet_valid``, ``issuer_expired``,
+  ``issuer_not_yet_valid``, ``critical_extension``, ``signer_key_usage``, ``issuer_not_ca``, ``path_length``,
+  ``issuer_key_usage``, ``leaf_marker``, ``intermediate_marker``, ``trust_root_unreadable``,
+  ``no_trust_root``;
+* ``signing_time_out_of_window``: ``signing_time_too_old``, ``signing_time_in_future``.
+
+Other errors' ``detail`` is their ``reason``. Messages never include decrypted data or key material, and
+errors raised after decryption carry no chained exception (a ``JSONDecodeError`` holds the whole plaintext
+in ``.doc``). Programming errors (a naive ``now``, a negative window) are plain ``ValueError``.
 
 ``RSA_v1`` tokens are refused as ``unsupported_version``: there is no known-answer vector for them, and the
 wrapped-key unwrap (``RSA/ECB/OAEPWithSHA256AndMGF1Padding``: the MGF1 hash is ambiguous in Java naming)
@@ -117,13 +131,15 @@ _MAX_CHAIN = 5
 
 
 class WalletTokenError(ValueError):
-    """A wallet token was refused. ``reason`` is stable (for mapping and metrics); the message is safe to log."""
+    """A wallet token was refused. ``reason`` (the class) and ``detail`` (why, within the reason) are stable, for
+    mapping and metrics; the message is safe to log."""
 
     reason = "bad_format"
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str, detail: str | None = None) -> None:
         super().__init__(message)
         self.message = message
+        self.detail = detail or self.reason
 
 
 class TokenFormatError(WalletTokenError):
@@ -548,7 +564,7 @@ def _parse_signed_data(blob: bytes) -> _SignerInfo:
     fields = _children(_expect(signer_infos[0], 0x30))
     sid, digest_alg, signed_attrs, sig_alg, signature = fields[1:6]
     if _algorithm(digest_alg) != _OID_SHA256 or _algorithm(sig_alg) != _OID_ECDSA_SHA256:
-        raise SignatureInvalidError("signature algorithm is not ECDSA with SHA-256")
+        raise SignatureInvalidError("signature algorithm is not ECDSA with SHA-256", "algorithm")
     issuer = serial = key_id = None
     if sid.tag == 0x30:
         issuer_tlv, serial_tlv = _children(sid)
@@ -563,10 +579,16 @@ def _parse_signed_data(blob: bytes) -> _SignerInfo:
         if oid in attributes or len(value_list) != 1:  # RFC 5652 §11: single-valued, not repeated
             raise _Asn1Error
         attributes[oid] = value_list[0]
-    if any(oid not in attributes for oid in (_OID_CONTENT_TYPE, _OID_MESSAGE_DIGEST, _OID_SIGNING_TIME)):
-        raise SignatureInvalidError("signature lacks a contentType, messageDigest or signingTime attribute")
+    if any(oid not in attributes for oid in (_OID_CONTENT_TYPE, _OID_MESSAGE_DIGEST)):
+        raise SignatureInvalidError("signature lacks a contentType or messageDigest attribute", "attributes_missing")
+    if _OID_SIGNING_TIME not in attributes:
+        raise SignatureInvalidError("signature lacks a signingTime attribute", "signing_time_missing")
     if _oid(attributes[_OID_CONTENT_TYPE]) != _OID_DATA:
         raise _Asn1Error
+    try:
+        signing_time = _time(attributes[_OID_SIGNING_TIME])
+    except _Asn1Error:
+        raise SignatureInvalidError("signingTime attribute is not a valid time", "signing_time_invalid") from None
     # §5.4: the signature covers the DER of the attributes with the EXPLICIT SET OF tag, not the [0] tag.
     return _SignerInfo(
         certificates=certificates,
@@ -575,7 +597,7 @@ def _parse_signed_data(blob: bytes) -> _SignerInfo:
         sid_key_id=key_id,
         signed_attrs_der=b"\x31" + _der_length(len(signed_attrs.value)) + signed_attrs.value,
         message_digest=_expect(attributes[_OID_MESSAGE_DIGEST], 0x04).value,
-        signing_time=_time(attributes[_OID_SIGNING_TIME]),
+        signing_time=signing_time,
         signature=_expect(signature, 0x04).value,
     )
 
@@ -598,7 +620,7 @@ def _find_signer(info: _SignerInfo) -> x509.Certificate:
                 return cert
         elif cert.serial_number == info.sid_serial and _issuer_der(cert) == info.sid_issuer:
             return cert
-    raise SignatureInvalidError("signer certificate not included in the signature")
+    raise SignatureInvalidError("signer certificate not included in the signature", "signer_missing")
 
 
 # ------------------------------------------------------------------------------------ chain checks
@@ -639,36 +661,63 @@ def _build_path(
             return [*path, issuer]
         issuer = next((c for c in pool if c not in path and _issued_by(current, c)), None)
         if issuer is None:
-            raise ChainInvalidError("signer certificate does not chain to a configured trust root")
+            if any(_names_issuer(current, c) for c in [*anchors, *pool]):
+                raise ChainInvalidError("a certificate's signature does not verify with its issuer's key",
+                                        "certificate_signature")
+            raise ChainInvalidError("signer certificate does not chain to a configured trust root", "unknown_root")
         path.append(issuer)
-    raise ChainInvalidError("certificate chain too long")
+    raise ChainInvalidError("certificate chain too long", "chain_too_long")
+
+
+def _key_identifier(cert: x509.Certificate, cls: type[Any]) -> bytes | None:
+    value = _extension(cert.extensions, cls)
+    if value is None:
+        return None
+    return value.digest if cls is x509.SubjectKeyIdentifier else value.key_identifier
+
+
+def _names_issuer(cert: x509.Certificate, candidate: x509.Certificate) -> bool:
+    """``candidate`` is, by name and key identifier, the issuer of ``cert`` (so a signature that does not verify
+    means an altered certificate, not an unknown root: a look-alike root has the name but another key)."""
+    if cert.issuer != candidate.subject or cert == candidate:
+        return False
+    authority = _key_identifier(cert, x509.AuthorityKeyIdentifier)
+    subject = _key_identifier(candidate, x509.SubjectKeyIdentifier)
+    return authority is not None and subject is not None and hmac.compare_digest(authority, subject)
 
 
 def _check_path(path: list[x509.Certificate], now: datetime, check_apple_oids: bool) -> None:
     for index, cert in enumerate(path):
-        if not cert.not_valid_before_utc <= now <= cert.not_valid_after_utc:
-            raise ChainInvalidError("a certificate in the chain is outside its validity period")
+        role = "signer" if index == 0 else "issuer"
+        if now > cert.not_valid_after_utc:
+            raise ChainInvalidError(f"the {role} certificate has expired (outside its validity period)",
+                                    f"{role}_expired")
+        if now < cert.not_valid_before_utc:
+            raise ChainInvalidError(f"the {role} certificate is not yet valid (outside its validity period)",
+                                    f"{role}_not_yet_valid")
         extensions = cert.extensions
         for ext in extensions:
             if ext.critical and ext.oid not in _KNOWN_CRITICAL:  # RFC 5280 §4.2: refuse what we cannot process
-                raise ChainInvalidError("a certificate in the chain has an unknown critical extension")
+                raise ChainInvalidError("a certificate in the chain has an unknown critical extension",
+                                        "critical_extension")
         key_usage = _extension(extensions, x509.KeyUsage)
         if index == 0:
             if key_usage is not None and not key_usage.digital_signature:
-                raise ChainInvalidError("signer certificate is not for digital signatures")
+                raise ChainInvalidError("signer certificate is not for digital signatures", "signer_key_usage")
             continue
         constraints = _extension(extensions, x509.BasicConstraints)
         if constraints is None or not constraints.ca:
-            raise ChainInvalidError("an issuing certificate is not a CA")
+            raise ChainInvalidError("an issuing certificate is not a CA", "issuer_not_ca")
         if constraints.path_length is not None and constraints.path_length < index - 1:
-            raise ChainInvalidError("an issuing certificate's path length constraint is exceeded")
+            raise ChainInvalidError("an issuing certificate's path length constraint is exceeded", "path_length")
         if key_usage is not None and not key_usage.key_cert_sign:
-            raise ChainInvalidError("an issuing certificate may not sign certificates")
+            raise ChainInvalidError("an issuing certificate may not sign certificates", "issuer_key_usage")
     if check_apple_oids:
         if not _has_extension(path[0], OID_LEAF_MARKER):
-            raise ChainInvalidError("signer certificate lacks the wallet leaf marker OID")
+            raise ChainInvalidError("signer certificate lacks the wallet leaf marker OID", "leaf_marker")
         if len(path) < 2 or not _has_extension(path[1], OID_INTERMEDIATE_MARKER):
-            raise ChainInvalidError("intermediate certificate lacks the wallet intermediate marker OID")
+            raise ChainInvalidError("intermediate certificate lacks the wallet intermediate marker OID",
+                                    "intermediate_marker")
 
 
 def _extension(extensions: x509.Extensions, cls: type[Any]) -> Any:
@@ -688,9 +737,10 @@ def _load_trust_roots(trust_roots_pem: Iterable[bytes | str]) -> list[x509.Certi
         try:
             roots.extend(x509.load_pem_x509_certificates(_as_bytes(pem)))
         except (ValueError, TypeError):
-            raise ChainInvalidError("a configured trust root is not a readable PEM certificate") from None
+            raise ChainInvalidError("a configured trust root is not a readable PEM certificate",
+                                    "trust_root_unreadable") from None
     if not roots:
-        raise ChainInvalidError("no trust root configured")
+        raise ChainInvalidError("no trust root configured", "no_trust_root")
     return roots
 
 
@@ -722,23 +772,25 @@ def verify_signature(
     except (_Asn1Error, ValueError, IndexError) as exc:
         if isinstance(exc, WalletTokenError):
             raise
-        raise SignatureInvalidError("signature is not a well-formed CMS SignedData") from None
+        raise SignatureInvalidError("signature is not a well-formed CMS SignedData", "cms_malformed") from None
     signer = _find_signer(info)
     if not hmac.compare_digest(info.message_digest, hashlib.sha256(content).digest()):
-        raise SignatureInvalidError("message digest does not match the signed token fields")
+        raise SignatureInvalidError("message digest does not match the signed token fields", "digest_mismatch")
     signer_key = signer.public_key()
     if not isinstance(signer_key, ec.EllipticCurvePublicKey):
-        raise SignatureInvalidError("signer certificate does not hold an EC key")
+        raise SignatureInvalidError("signer certificate does not hold an EC key", "signer_key_type")
     try:
         signer_key.verify(info.signature, info.signed_attrs_der, ec.ECDSA(hashes.SHA256()))
     except InvalidSignature:
-        raise SignatureInvalidError("signature does not verify with the signer certificate") from None
+        raise SignatureInvalidError("signature does not verify with the signer certificate",
+                                    "signature_mismatch") from None
 
     path = _build_path(signer, info.certificates, anchors)
     _check_path(path, now.astimezone(UTC), check_apple_oids)
 
     if abs(now - info.signing_time) > max_age:
         raise SigningTimeError(
-            f"signing time {info.signing_time.isoformat()} is more than {int(max_age.total_seconds())}s from now"
+            f"signing time {info.signing_time.isoformat()} is more than {int(max_age.total_seconds())}s from now",
+            "signing_time_in_future" if info.signing_time > now else "signing_time_too_old",
         )
     return SignatureInfo(signing_time=info.signing_time, signer_subject=signer.subject.rfc4514_string())

@@ -7,7 +7,9 @@ format call. In order, each step refusing with its documented 7xx code (:mod:`va
 2. the payload: JSON text or base64 of it, full token or ``paymentData`` (702, 703);
 3. the signature (RFC 5652 detached CMS): chain to the account's trust roots or the stack default (715 when
    none, 708), digest and ECDSA (707), signing time within 5 minutes (709). Skipped only when the account's
-   ``verify_signature`` is false AND the stack is the certification environment;
+   ``verify_signature`` is false AND the stack is the certification environment. The ``error_message`` of a
+   707, 708 or 709 says which check failed (:data:`vaultcore.wallet.errors.SIGNATURE_REFUSALS`: an expired
+   signing certificate, an unknown root, a signature that does not verify, ...);
 4. EC_v1 decryption with the account's payment processing key (704, 705, 706);
 5. the amount and currency of the request must be the token's (711, 710), the payment data complete (713) and
    the card not expired (714);
@@ -30,7 +32,7 @@ from vaultcore.logs import get_logger
 from vaultcore.settings import settings as platform_settings
 from vaultcore.store import signals
 from vaultcore.wallet import settings as wallet_settings
-from vaultcore.wallet.errors import W, WalletError
+from vaultcore.wallet.errors import W, WalletError, signature_refusal
 from vaultcore.wallet.token_payload import (
     WalletCard,
     WalletPayloadError,
@@ -56,9 +58,13 @@ _REASON_CODES = {
 }
 
 
-def _refuse(account_id: str, code: int, step: str) -> WalletError:
-    _log.info("wallet token refused", extra={"account_id": account_id, "reason": step, "code": code})
-    return WalletError(code)
+def _refuse(account_id: str, code: int, step: str, message: str | None = None,
+            detail: str | None = None) -> WalletError:
+    extra: dict[str, Any] = {"account_id": account_id, "reason": step, "code": code}
+    if detail is not None:
+        extra["detail"] = detail
+    _log.info("wallet token refused", extra=extra)
+    return WalletError(code, message)
 
 
 def decrypt_wallet_payment(account_id: str, apay_payload: Any, amount: str, currency: str) -> WalletCard:
@@ -79,7 +85,8 @@ def decrypt_wallet_payment(account_id: str, apay_payload: Any, amount: str, curr
         try:
             wt.verify_signature(token, roots, now=datetime.fromtimestamp(now, UTC))
         except wt.WalletTokenError as exc:
-            raise _refuse(account_id, _REASON_CODES.get(exc.reason, W.SIGNATURE_INVALID), exc.reason) from None
+            code, message = signature_refusal(exc.detail, _REASON_CODES.get(exc.reason, W.SIGNATURE_INVALID))
+            raise _refuse(account_id, code, exc.reason, message, exc.detail) from None
 
     secrets = wallet_settings.load_secrets(ws)
     try:
