@@ -118,6 +118,16 @@ def error_answer(rule: Rule, target: str) -> tuple[int, dict[str, str], bytes]:
     return status, {"Content-Type": content_type, "x-amzn-RequestId": str(uuid.uuid4())}, body
 
 
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    request_queue_size = 256  # bursts of the platform's pooled connections
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return  # a client that went away (the runner was killed, a pooled connection closed): not news
+        super().handle_error(request, client_address)
+
+
 class FaultProxy:
     """``with FaultProxy(upstream) as proxy: ...`` or ``start()``/``stop()``; ``url`` is what AWS_ENDPOINT_URL names."""
 
@@ -129,9 +139,7 @@ class FaultProxy:
         self._lock = threading.Lock()
         self._random = random.Random(seed)
         self._local = threading.local()
-        self._server = ThreadingHTTPServer((host, port), self._handler_class())
-        self._server.daemon_threads = True
-        self._server.request_queue_size = 256  # bursts of the platform's pooled connections
+        self._server = _Server((host, port), self._handler_class())
         self.url = f"http://{host}:{self._server.server_address[1]}"
         self._thread: threading.Thread | None = None
 
