@@ -44,13 +44,17 @@ QSAPI_DESCRIPTIONS: dict[str, str] = {
     "hash_key": "With `hash`: comma-separated names (at most 20) of variables whose values are appended to the "
                 "hashed text (102).",
     "response_format": "`JSON` (the default; anything else: 104).",
-    "transaction_type": "`SALE`, `AUTHORIZATION` or `CAPTURE` (case-insensitive; 105). Required (200).",
+    "transaction_type": "`SALE`, `AUTHORIZATION`, `CAPTURE`, `REFUND` or `REVERSAL` (case-insensitive; 105). "
+                        "Required (200). CAPTURE, REFUND and REVERSAL name the transaction they act on with "
+                        "`token_id` and take no payment data.",
     "tender_type": "`CARD`, `ACH` or `APay` (case-insensitive; 106). Required for SALE and AUTHORIZATION, except "
                    "that it may be omitted when bank fields or bank tokens are present (ACH is implied). CARD with "
                    "bank fields, or ACH with card fields or an etoken: 106.",
     "payment_type": "`ECOMMERCE`, `MOTO`, `RECURRING` or `RETAIL` (case-insensitive; 220). Required with etoken.",
     "transaction_amount": "Amount above 0 with at most 2 decimals (whole for zero-decimal currencies such as JPY), "
-                          "at most 99,999,999.99 (206). CAPTURE: at most the authorized amount (403). Required.",
+                          "at most 99,999,999.99 (206). `0.00` only with AUTHORIZATION: a card verification. "
+                          "CAPTURE: at most the authorized amount (403). REFUND: at most what is left to refund "
+                          "(410). REVERSAL: optional; when sent, the transaction's amount (206). Required otherwise.",
     "currency": "ISO 4217 alphabetic code, case-insensitive, default USD (207). Required with etoken; a wallet "
                 "payment's must be the token's (711); a capture's the authorization's (406).",
     "include_fields": "A reporting-interface parameter: ignored by QSAPI.",
@@ -73,8 +77,11 @@ QSAPI_DESCRIPTIONS: dict[str, str] = {
                  "sent with etoken, currency and payment_type.",
     "etoken": "Iframe output: the bfid of card data tokenized for the account's partner and stored for the read "
               "step (216; unknown, another partner's or older than one hour: 306).",
-    "token_id": "CAPTURE: the 12-digit `transaction_id` of the authorization (218; not found 401, already "
-                "captured 402, expired 404, not an approved authorization 405).",
+    "token_id": "The 12-digit `transaction_id` acted on (218; not found on this account: 401 `Invalid token_id`). "
+                "CAPTURE: an authorization (already captured 402, expired 404, not an approved authorization "
+                "405, reversed 412). REFUND: an approved SALE or CAPTURE (over the amount left 410, not "
+                "refundable 411). REVERSAL: an approved AUTHORIZATION not captured, or a SALE not settled nor "
+                "refunded (already reversed 412, not reversible 413).",
     "reissue": "`1` marks a reissue of a token payment, `0` none (213: another value, or a reissue without "
                "tokens).",
     "apay_payload": "Wallet payment (`tender_type=APay`): the wallet payment token as JSON text or base64 of it "
@@ -150,12 +157,14 @@ def _transaction_properties() -> dict[str, Any]:
         "transaction_timestamp": text(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}",
                                       "`YYYY-MM-DD HH:MM:SS`, UTC."),
         "card_brand": nullable({"type": "string", "enum": list(BRANDS), "description": "Null for ACH."}),
-        "transaction_type": {"type": "string", "enum": ["SALE", "AUTHORIZATION", "CAPTURE"]},
+        "transaction_type": {"type": "string", "enum": ["SALE", "AUTHORIZATION", "CAPTURE", "REFUND", "REVERSAL"]},
         "last4": nullable(text("[0-9]{4}", "Last four digits of the card (device account number for wallets) or "
                                            "bank account.")),
         "card_expiration": nullable(text("(0[1-9]|1[0-2])[0-9]{2}", "MMYY; null for ACH.")),
         "authorization_code": nullable(text("[A-Z0-9]{6}", "Null on declines and errors.")),
-        "authorization_message": {"type": "string", "enum": ["APPROVED", "DECLINED", "ERROR", "CAPTURED"]},
+        "authorization_message": {"type": "string", "enum": ["APPROVED", "DECLINED", "ERROR", "CAPTURED", "REFUND",
+                                                             "VOID"],
+                                  "description": "REFUND: a refund; VOID: a full refund before settlement."},
         "request_amount": {"type": "number"},
         "transaction_amount": {"type": "number", "description": "The amount approved (0 on a decline)."},
         "first_name": s, "last_name": s,
@@ -169,7 +178,7 @@ def _transaction_properties() -> dict[str, Any]:
                           "description": "`M` match, `N` no match, `P` not processed (no CVV)."},
         "currency": nullable(text("[A-Z]{3}")),
         "custom_id": text(v._VARIABLES["custom_id"][0]),
-        "token_id": text("[1-9][0-9]{11}", "CAPTURE: the authorization's transaction_id."),
+        "token_id": text("[1-9][0-9]{11}", "CAPTURE, REFUND, REVERSAL: the transaction_id acted on."),
         "error": {"type": "boolean"},
         "error_code": ref("GatewayErrorCode"),
         "error_message": nullable(s), "error_msg": nullable(s),
@@ -188,7 +197,7 @@ def _schemas() -> dict[str, Any]:
     record_extra = {
         "account_id": text("[0-9]{12}"), "payment_type": s, "device_trans_id": s,
         "reissue": {"const": "1"}, **{n: text(p) for n, p in v.LEVEL2_FIELDS.items()},
-        "auth_status": {"type": "string", "enum": ["authorized", "captured", "declined"]},
+        "auth_status": {"type": "string", "enum": ["authorized", "captured", "declined", "verified"]},
         "auth_expires_at": text(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}"),
         "captured_by": text("[1-9][0-9]{11}"),
         "bfid": s, **{n: s for n in v.RSAPI_TOKEN_FIELDS},

@@ -331,3 +331,26 @@ def test_a_delivery_claim_whose_answer_is_lost_is_still_attempt_one(platform, fa
         assert len(receiver.delivered("/ok")) == 1
     finally:
         receiver.close()
+
+
+# ------------------------------------------------------------------------------------------------ issue 20
+def test_a_refund_and_a_reversal_whose_answers_are_lost_move_money_once(platform, faults):
+    account = _account(platform)
+    creds = {"account_id": account["account_id"], "api_accesskey": account["api_accesskey"]}
+    _, _, sale = _sale(platform, account)
+    _, _, auth = call(platform, "GatewayFunction", "POST", PATH, {
+        **creds, "transaction_type": "AUTHORIZATION", "tender_type": "CARD", "card_number": VISA,
+        "card_expiration": "1230", "transaction_amount": "20.00"})
+    wrapper = faults(WRITES)
+    _, _, refund = call(platform, "GatewayFunction", "POST", PATH, {
+        **creds, "transaction_type": "REFUND", "token_id": sale["transaction_id"], "transaction_amount": "4.00"})
+    _, _, reversal = call(platform, "GatewayFunction", "POST", PATH, {
+        **creds, "transaction_type": "REVERSAL", "token_id": auth["transaction_id"]})
+    assert "update_item" in wrapper.faults
+    assert refund["authorization_message"] == "REFUND" and reversal["authorization_message"] == "APPROVED"
+    faults.remove()
+    items = {t["transaction_id"]: t for t in _transactions(account)}
+    original = items[sale["transaction_id"]]
+    assert original["refundable_cents"] == 600 and original["refund_ids"] == {refund["transaction_id"]}
+    assert items[auth["transaction_id"]]["reversed_by"] == reversal["transaction_id"]
+    assert sorted(t["transaction_type"] for t in items.values()) == ["AUTHORIZATION", "REFUND", "REVERSAL", "SALE"]

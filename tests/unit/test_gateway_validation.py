@@ -330,7 +330,16 @@ def test_card_case_required_variables():
         assert code_of({k: v for k, v in CARD.items() if k != name}) == E.MISSING, name
     assert ok({**CARD, "response_format": "json"}).source == "card"
     assert code_of({**CARD, "response_format": "FORM"}) == E.RESPONSE_FORMAT
-    assert code_of({**CARD, "transaction_type": "REFUND"}) == E.TRANSACTION_TYPE
+    assert code_of({**CARD, "transaction_type": "CREDITX"}) == E.TRANSACTION_TYPE
+    # REFUND and REVERSAL name a transaction with token_id and take no card data (issue 20)
+    assert code_of({**CARD, "transaction_type": "REFUND"}) == E.MISSING
+    assert code_of({**CARD, "transaction_type": "REFUND", "token_id": "123456789012"}) == E.PAYMENT_DATA
+    refund = ok({"transaction_type": "refund", "token_id": "123456789012", "transaction_amount": "1.00"})
+    assert (refund.source, refund.amount_cents) == ("refund", 100)
+    reversal = ok({"transaction_type": "REVERSAL", "token_id": "123456789012"})
+    assert (reversal.source, reversal.amount_cents) == ("reversal", 0)
+    assert ok({**CARD, "transaction_type": "AUTHORIZATION", "transaction_amount": "0.00"}).amount_cents == 0
+    assert code_of({**CARD, "transaction_amount": "0.00"}) == E.AMOUNT
     assert code_of({**CARD, "tender_type": "CASH"}) == E.TENDER_TYPE
     assert ok({**CARD, "tender_type": "card"}).tender == "CARD"
 

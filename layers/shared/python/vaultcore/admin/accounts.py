@@ -30,4 +30,5 @@ def get_transaction(request: Request, account_id: str, transaction_id: str) -> R
     item = transactions.get_transaction(account.account_id, transaction_id, consistent=True)
     if item is None:
         raise NotFound("Transaction not found.")
-    return ok(item)
+    # DynamoDB string sets (refund_ids) as sorted JSON arrays
+    return ok({k: sorted(v) if isinstance(v, set) else v for k, v in item.items()})

@@ -119,9 +119,7 @@ def _accesskey_context(account_id: str) -> dict[str, str]:
 
 # ------------------------------------------------------------------------------------------- management
 def _check_options(raw: Any, base: dict[str, bool] | None = None) -> dict[str, bool]:
-    if raw is None:
-        raw = {}
-    if not isinstance(raw, dict):
+    if not isinstance(raw, dict):  # absent is {} (the callers); null is no value the document allows
         raise ValidationError("options must be an object of booleans.")
     unknown = sorted(set(raw) - set(OPTION_NAMES))
     if unknown:
@@ -178,7 +176,7 @@ def create_account(body: dict[str, Any]) -> dict[str, Any]:
     if unknown:
         raise ValidationError(f"Unknown member(s): {', '.join(str(u)[:40] for u in unknown[:5])}.")
     partner_id = _check_partner(body.get("partnerId"))
-    options = _check_options(body.get("options"))
+    options = _check_options(body.get("options", {}))
     _check_consistency(partner_id, options)
     postback_url = _check_postback_url(body.get("postback_url"))
     api_accesskey = secrets.token_hex(16)  # 32 hex characters, the original's key format
@@ -222,7 +220,7 @@ def update_account(account_id: str, body: dict[str, Any]) -> Account:
     if "partnerId" in body:
         partner_id = _check_partner(body["partnerId"])
         fields["partnerId"] = partner_id or ""  # "" = none (an update cannot SET null)
-    options = _check_options(body.get("options"), current.options) if "options" in body else dict(current.options)
+    options = _check_options(body["options"], current.options) if "options" in body else dict(current.options)
     _check_consistency(partner_id, options)
     if "options" in body:
         fields["options"] = options

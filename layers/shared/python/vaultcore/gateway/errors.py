@@ -75,6 +75,11 @@ class E:
     AUTH_EXPIRED = 404
     NOT_CAPTURABLE = 405
     CAPTURE_CURRENCY = 406
+    # 41x: refunds and reversals (issue 20)
+    REFUND_AMOUNT = 410
+    NOT_REFUNDABLE = 411
+    ALREADY_REVERSED = 412
+    NOT_REVERSIBLE = 413
     # 5xx: declines and processor outcomes (transaction responses with a transaction_id)
     DECLINED = 500
     DECLINED_EXPIRED = 501
@@ -102,7 +107,7 @@ ERROR_MESSAGES: dict[int, str] = {
     E.ACCOUNT_ID: "account_id is missing or not 12 digits.",
     E.AUTHENTICATION: "Authentication failed.",
     E.RESPONSE_FORMAT: "response_format must be JSON.",
-    E.TRANSACTION_TYPE: "transaction_type must be SALE, AUTHORIZATION or CAPTURE.",
+    E.TRANSACTION_TYPE: "transaction_type must be SALE, AUTHORIZATION, CAPTURE, REFUND or REVERSAL.",
     E.TENDER_TYPE: "tender_type must be CARD, ACH or APay.",
     E.DUPLICATE_VARIABLE: "A variable appears more than once.",
     E.MISSING: "A required variable is missing.",
@@ -111,7 +116,8 @@ ERROR_MESSAGES: dict[int, str] = {
     E.CARD_EXPIRATION: "card_expiration must be 4 digits MMYY with a month from 01 to 12.",
     E.CARD_EXPIRED: "The card has expired (card_expiration is in the past).",
     E.CARD_VERIFICATION: "card_verification must be 3 digits (4 for American Express).",
-    E.AMOUNT: "transaction_amount must be a number above 0 with at most 2 decimals.",
+    E.AMOUNT: "transaction_amount must be a number above 0 with at most 2 decimals (0.00 only for AUTHORIZATION: a "
+              "card verification).",
     E.CURRENCY: "currency must be an ISO 4217 alphabetic code.",
     E.ZIP: "zip must be 3 to 10 letters, digits, spaces or hyphens.",
     E.BANK_ACCOUNT: "bank_account_number must be 4 to 17 digits.",
@@ -123,7 +129,8 @@ ERROR_MESSAGES: dict[int, str] = {
     E.DEVICE_TRANS_ID: "device_trans_id must be 1 to 64 letters, digits, hyphens or underscores.",
     E.IFRAME_FIELD: "custom_id and etoken must be sent together and be well formed.",
     E.PAYMENT_DATA: "The payment data is missing or mixes sources (card, bank account, etoken, tokens).",
-    E.TOKEN_ID: "token_id must be the 12-digit transaction_id of an authorization.",
+    E.TOKEN_ID: "token_id must be the 12-digit transaction_id of the transaction a CAPTURE, REFUND or REVERSAL "
+                "refers to.",
     E.VARIABLE: "A variable has the wrong type or length.",
     E.PAYMENT_TYPE: "payment_type must be ECOMMERCE, MOTO, RECURRING or RETAIL.",
     E.IDEMPOTENCY_KEY: "The idempotency key must be 1 to 255 printable ASCII characters.",
@@ -138,12 +145,18 @@ ERROR_MESSAGES: dict[int, str] = {
     E.AUTO_TOKENIZE_FAILED: "Auto-tokenization of the payment data failed; nothing was charged.",
     E.TOKEN_NOT_ISSUED: "A token was not issued under this bfid (a wrong or mistyped token, another bfid's token, or "
                         "a field not tokenized under the bfid); nothing was charged.",
-    E.AUTH_NOT_FOUND: "No authorization with this token_id exists on this account.",
+    E.AUTH_NOT_FOUND: "Invalid token_id",
     E.ALREADY_CAPTURED: "The authorization has already been captured.",
     E.CAPTURE_AMOUNT: "The capture amount exceeds the authorized amount.",
     E.AUTH_EXPIRED: "The authorization has expired (authorizations can be captured for 7 days).",
     E.NOT_CAPTURABLE: "token_id does not name an approved authorization.",
     E.CAPTURE_CURRENCY: "The capture currency differs from the authorization's.",
+    E.REFUND_AMOUNT: "INVALID REFUND AMOUNT",
+    E.NOT_REFUNDABLE: "token_id does not name an approved SALE or CAPTURE that can be refunded (it was reversed, or "
+                      "is another type).",
+    E.ALREADY_REVERSED: "TRANSACTION ID ALREADY REVERSED",
+    E.NOT_REVERSIBLE: "token_id does not name a transaction that can be reversed: an approved AUTHORIZATION not yet "
+                      "captured, or an approved SALE not yet settled or refunded (refund it instead).",
     E.DECLINED: "DECLINED",
     E.DECLINED_EXPIRED: "DECLINED: EXPIRED CARD",
     E.DECLINED_CVC: "DECLINED: INCORRECT CVC",

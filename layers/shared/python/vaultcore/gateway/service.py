@@ -156,6 +156,10 @@ def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[in
     try:
         if req.source == "capture":
             response, item, message = _capture(account, req, transaction_id, writer, int(now))
+        elif req.source == "refund":
+            response, item, message = _refund(account, req, transaction_id, writer, int(now))
+        elif req.source == "reversal":
+            response, item, message = _reversal(account, req, transaction_id, writer, int(now))
         else:
             response, item, payment, message = _pay(account, req, payment, transaction_id, writer, now)
     except OutcomeUnknown:
@@ -228,10 +232,15 @@ def _claim_outcome(claim: idempotency.Claim, account: accounts.Account, req: Gat
                     _log.warning("postback resend on replay failed", extra={"transaction_id": previous})
             _quietly(idempotency.complete, claim, response)
             return 200, response, {"Idempotent-Replayed": "true"}
+        # The dead attempt may have changed the original transaction before its own item was written; the fence
+        # guarantees that item never will be, so undo the change (each undo is conditional on its id).
+        original = str(req.get("token_id"))
         if req.source == "capture":
-            # The dead attempt may have marked the authorization captured before its capture item was written;
-            # the fence guarantees that item never will be, so give the authorization back.
-            store.revert_capture(account.account_id, str(req.get("token_id")), previous)
+            store.revert_capture(account.account_id, original, previous)
+        elif req.source == "refund":
+            store.revert_refund(account.account_id, original, previous, req.amount_cents)
+        elif req.source == "reversal":
+            store.revert_reversal(account.account_id, original, previous)
     return None
 
 
@@ -439,11 +448,15 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
         **token_info,
         **wallet_fields, **fraud_fields,  # issue 8: tender_type APay, entry_mode wallet, ECI; fraud score
     }
-    if req.transaction_type == "AUTHORIZATION":
+    if req.transaction_type == "AUTHORIZATION" and amount == 0:
+        item["auth_status"] = "verified" if outcome.approved else "declined"  # a verification: nothing to capture
+    elif req.transaction_type == "AUTHORIZATION":
         item["auth_status"] = "authorized" if outcome.approved else "declined"
         if outcome.approved:
             item["authorized_cents"] = amount
             item["auth_expires_at"] = created + AUTHORIZATION_LIFETIME_SECONDS
+    elif outcome.approved:
+        item["refundable_cents"] = amount  # a SALE: what refunds may still take (store.refund_transaction)
     response = response_from_item(item)
     message = _record(account, response, item, writer)  # round trip 2
     _log.info("transaction recorded", extra={"transaction_id": transaction_id, "account_id": account.account_id,
@@ -502,6 +515,7 @@ def _capture(account: accounts.Account, req: GatewayRequest, capture_id: str, wr
         "transaction_timestamp": processor.transaction_timestamp(now), "transaction_type": "CAPTURE",
         "authorization_message": "CAPTURED", "request_cents": req.amount_cents, "transaction_cents": req.amount_cents,
         "transaction_approved": True, "token_id": auth_id, "error": False, "error_code": 0,
+        "refundable_cents": req.amount_cents,
     })
     response = response_from_item(item)
     try:
@@ -520,11 +534,134 @@ def _capture(account: accounts.Account, req: GatewayRequest, capture_id: str, wr
     return response, item, message
 
 
+def _referenced_item(account: accounts.Account, req: GatewayRequest, original: dict[str, Any], new_id: str,
+                     now: int, message: str, amount_cents: int) -> dict[str, Any]:
+    """The item of a REFUND or REVERSAL: the original's card data (last four, brand, tokens) and its own amounts."""
+    item: dict[str, Any] = {k: original[k] for k in _CARRIED if original.get(k) is not None}
+    item.update({
+        "account_id": account.account_id, "transaction_id": new_id, "created_at": now,
+        "transaction_timestamp": processor.transaction_timestamp(now), "transaction_type": req.transaction_type,
+        "authorization_message": message, "request_cents": amount_cents, "transaction_cents": amount_cents,
+        "transaction_approved": True, "token_id": original["transaction_id"], "error": False, "error_code": 0,
+        "authorization_code": processor.new_authorization_code(),
+    })
+    return item
+
+
+def _settle_referenced(account: accounts.Account, item: dict[str, Any], writer: str, undo: Any
+                       ) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Record a REFUND's or REVERSAL's own item; when it certainly was not written, undo the change it made
+    to the original (``undo``), so that the request can be retried."""
+    response = response_from_item(item)
+    try:
+        message = _record(account, response, item, writer)
+    except OutcomeUnknown:
+        raise  # the item may be there: the original keeps the change (a keyed retry settles it)
+    except GatewayError:
+        try:
+            undo()
+        except VaultError:
+            raise OutcomeUnknown() from None
+        raise
+    return response, message
+
+
+# --------------------------------------------------------------------------------------------- REFUND
+def _refund(account: accounts.Account, req: GatewayRequest, refund_id: str, writer: str, now: int
+            ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+    """Refund part or all of an approved SALE or CAPTURE: one conditional UpdateItem decides, then the item.
+
+    A full refund of a transaction whose batch has not settled voids it instead (``authorization_message``
+    ``VOID``): the first refund that takes the whole amount, before ``settled_at``. Anything else is
+    ``REFUND``. Refunds may repeat until the amount is used up (``INVALID REFUND AMOUNT`` beyond it).
+    """
+    original_id = str(req.get("token_id"))
+    try:
+        ok, original = store.refund_transaction(account.account_id, original_id, refund_id, req.amount_cents, now,
+                                                req.values.get("currency"))
+    except VaultError:
+        try:  # unknown whether the amount was taken: give it back if it was, or say the outcome is unknown
+            store.revert_refund(account.account_id, original_id, refund_id, req.amount_cents)
+        except VaultError:
+            raise OutcomeUnknown() from None
+        raise
+    if not ok:
+        raise GatewayError(_refund_refusal(original, req))
+    assert original is not None
+    whole = int(original.get("transaction_cents", 0))
+    voided = (int(original.get("refunded_cents", 0)) == whole == req.amount_cents
+              and not original.get("settled_at"))
+    item = _referenced_item(account, req, original, refund_id, now, "VOID" if voided else "REFUND",
+                            req.amount_cents)
+    response, message = _settle_referenced(
+        account, item, writer,
+        lambda: store.revert_refund(account.account_id, original_id, refund_id, req.amount_cents))
+    _log.info("refund recorded", extra={"transaction_id": refund_id, "account_id": account.account_id,
+                                        "event": "VOID" if voided else "REFUND"})
+    return response, item, message
+
+
+def _refund_refusal(original: dict[str, Any] | None, req: GatewayRequest) -> int:
+    if original is None:
+        return E.AUTH_NOT_FOUND
+    if original.get("transaction_type") not in ("SALE", "CAPTURE") or not original.get("transaction_approved"):
+        return E.NOT_REFUNDABLE
+    if original.get("reversed_by"):
+        return E.NOT_REFUNDABLE
+    if "refundable_cents" not in original:
+        return E.NOT_REFUNDABLE  # recorded before refunds existed (issue 20): refunded by the operator
+    currency = req.values.get("currency")
+    if currency is not None and original.get("currency") != currency:
+        return E.CAPTURE_CURRENCY
+    return E.REFUND_AMOUNT
+
+
+# --------------------------------------------------------------------------------------------- REVERSAL
+def _reversal(account: accounts.Account, req: GatewayRequest, reversal_id: str, writer: str, now: int
+              ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+    """Void an approved AUTHORIZATION not captured (its hold is released) or a SALE not settled nor refunded.
+
+    One conditional UpdateItem decides: a second reversal, or a reversal racing a capture, finds the condition
+    failed (``TRANSACTION ID ALREADY REVERSED``, or not reversible once captured). An amount, when sent, must be
+    the transaction's.
+    """
+    original_id = str(req.get("token_id"))
+    try:
+        ok, original = store.reverse_transaction(account.account_id, original_id, reversal_id, now, req.amount_cents)
+    except VaultError:
+        try:
+            store.revert_reversal(account.account_id, original_id, reversal_id)
+        except VaultError:
+            raise OutcomeUnknown() from None
+        raise
+    if not ok:
+        raise GatewayError(_reversal_refusal(original, req.amount_cents))
+    assert original is not None
+    whole = int(original.get("transaction_cents", 0))
+    item = _referenced_item(account, req, original, reversal_id, now, "APPROVED", whole)
+    response, message = _settle_referenced(
+        account, item, writer, lambda: store.revert_reversal(account.account_id, original_id, reversal_id))
+    _log.info("reversal recorded", extra={"transaction_id": reversal_id, "account_id": account.account_id})
+    return response, item, message
+
+
+def _reversal_refusal(original: dict[str, Any] | None, amount_cents: int) -> int:
+    if original is None:
+        return E.AUTH_NOT_FOUND
+    if original.get("reversed_by"):
+        return E.ALREADY_REVERSED
+    if amount_cents and original.get("transaction_approved") and int(original.get("transaction_cents", 0)) != amount_cents:
+        return E.AMOUNT  # a REVERSAL voids the whole transaction: its amount, or none
+    return E.NOT_REVERSIBLE
+
+
 def _capture_refusal(auth: dict[str, Any] | None, amount: int, now: int, currency: str | None) -> int:
     if auth is None:
         return E.AUTH_NOT_FOUND
     if auth.get("transaction_type") != "AUTHORIZATION" or auth.get("auth_status") not in ("authorized", "captured"):
         return E.NOT_CAPTURABLE
+    if auth.get("reversed_by"):
+        return E.ALREADY_REVERSED
     if auth.get("auth_status") == "captured":
         return E.ALREADY_CAPTURED
     if int(auth.get("auth_expires_at", 0)) <= now:

@@ -42,6 +42,10 @@ __all__ = [
     "settle",
     "capture_authorization",
     "revert_capture",
+    "refund_transaction",
+    "revert_refund",
+    "reverse_transaction",
+    "revert_reversal",
     "list_transactions",
     "encode_page_token",
     "decode_page_token",
@@ -178,26 +182,14 @@ def capture_authorization(account_id: str, authorization_id: str, capture_id: st
     values: dict[str, Any] = {":auth": "AUTHORIZATION", ":authorized": "authorized", ":captured": "captured",
                               ":cid": capture_id, ":amt": amount_cents, ":now": now}
     condition = ("attribute_exists(transaction_id) AND transaction_type = :auth AND auth_status = :authorized "
-                 "AND authorized_cents >= :amt AND auth_expires_at > :now")
+                 "AND authorized_cents >= :amt AND auth_expires_at > :now AND attribute_not_exists(reversed_by)")
     if currency is not None:
         values[":cur"] = currency
         condition += " AND currency = :cur"
-    # A retry of this very capture (its answer was lost after DynamoDB applied it) sets the same values again.
-    condition = f"({condition}) OR (auth_status = :captured AND captured_by = :cid)"
-    try:
-        with aws_errors("capture"):
-            out = dynamodb().update_item(
-                TableName=_table(), Key=to_item({"account_id": account_id, "transaction_id": authorization_id}),
-                UpdateExpression="SET auth_status = :captured, captured_by = :cid, captured_cents = :amt, "
-                                 "captured_at = :now",
-                ConditionExpression=condition, ExpressionAttributeValues=to_item(values),
-                ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD")
-    except ConditionFailed as exc:
-        old = _old_item(exc)
-        if old is not None and old.get("writer") == FENCE_WRITER:
-            old = None  # a fenced id was never a transaction
-        return False, old
-    return True, from_item(out.get("Attributes"))
+    return _conditional_update(
+        "capture", account_id, authorization_id,
+        "SET auth_status = :captured, captured_by = :cid, captured_cents = :amt, captured_at = :now",
+        condition, values, lambda old: old.get("captured_by") == capture_id)
 
 
 def revert_capture(account_id: str, authorization_id: str, capture_id: str) -> None:
@@ -213,6 +205,107 @@ def revert_capture(account_id: str, authorization_id: str, capture_id: str) -> N
                 UpdateExpression="SET auth_status = :authorized REMOVE captured_by, captured_cents, captured_at",
                 ConditionExpression="captured_by = :cid",
                 ExpressionAttributeValues=to_item({":authorized": "authorized", ":cid": capture_id}))
+    except ConditionFailed:
+        pass
+
+
+def _conditional_update(what: str, account_id: str, transaction_id: str, update: str, condition: str,
+                        values: dict[str, Any], mine: Any) -> tuple[bool, dict[str, Any] | None]:
+    """One conditional UpdateItem on a transaction: ``(True, item after)`` or ``(False, item before | None)``.
+
+    ``mine(old)`` tells whether a failed condition met this very update already applied (an SDK retry of it
+    after a lost answer): then it succeeded, and the item as it is now is its result.
+    """
+    try:
+        with aws_errors(what):
+            out = dynamodb().update_item(
+                TableName=_table(), Key=to_item({"account_id": account_id, "transaction_id": transaction_id}),
+                UpdateExpression=update, ConditionExpression=condition, ExpressionAttributeValues=to_item(values),
+                ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD")
+    except ConditionFailed as exc:
+        old = _old_item(exc)
+        if old is not None and old.get("writer") == FENCE_WRITER:
+            old = None
+        if old is not None and mine(old):
+            return True, old
+        return False, old
+    return True, from_item(out.get("Attributes"))
+
+
+def refund_transaction(account_id: str, original_id: str, refund_id: str, amount_cents: int, now: int,
+                       currency: str | None = None) -> tuple[bool, dict[str, Any] | None]:
+    """Take ``amount_cents`` off what an approved SALE or CAPTURE can still refund; one conditional UpdateItem.
+
+    ``refundable_cents`` is written with the transaction and only ever decreased here, by a condition that it
+    covers the amount: DynamoDB serialises conditional writes per item, so any number of concurrent refunds can
+    never add up to more than the original amount, without a lock held across calls. The refund's id joins the
+    ``refund_ids`` set in the same write; the condition refuses an id already there, so an SDK retry of an
+    applied refund fails it and is recognised as this refund (``mine``) instead of refunding twice.
+    Returns ``(True, item after)`` or ``(False, item before, or None when it does not exist)``.
+    """
+    values: dict[str, Any] = {":amt": amount_cents, ":zero": 0, ":now": now, ":rids": {refund_id}, ":rid": refund_id,
+                              ":sale": "SALE", ":capture": "CAPTURE", ":yes": True}
+    same_currency = ""
+    if currency is not None:
+        values[":cur"] = currency
+        same_currency = " AND currency = :cur"
+    return _conditional_update(
+        "refund", account_id, original_id,
+        "SET refundable_cents = refundable_cents - :amt, refunded_cents = if_not_exists(refunded_cents, :zero) + :amt,"
+        " last_refund_at = :now ADD refund_ids :rids",
+        "attribute_exists(transaction_id) AND transaction_type IN (:sale, :capture) AND transaction_approved = :yes "
+        "AND refundable_cents >= :amt AND attribute_not_exists(reversed_by) "
+        "AND (attribute_not_exists(refund_ids) OR NOT contains(refund_ids, :rid))" + same_currency,
+        values, lambda old: refund_id in (old.get("refund_ids") or ()))
+
+
+def revert_refund(account_id: str, original_id: str, refund_id: str, amount_cents: int) -> None:
+    """Give a refund's amount back when its own item was certainly not written (compensation; retry-safe: the
+    condition needs the refund's id still in the set, which this same update removes)."""
+    try:
+        with aws_errors("refund revert"):
+            dynamodb().update_item(
+                TableName=_table(), Key=to_item({"account_id": account_id, "transaction_id": original_id}),
+                UpdateExpression="SET refundable_cents = refundable_cents + :amt, refunded_cents = refunded_cents - :amt"
+                                 " DELETE refund_ids :rids",
+                ConditionExpression="contains(refund_ids, :rid)",
+                ExpressionAttributeValues=to_item({":amt": amount_cents, ":rids": {refund_id}, ":rid": refund_id}))
+    except ConditionFailed:
+        pass
+
+
+def reverse_transaction(account_id: str, original_id: str, reversal_id: str, now: int, amount_cents: int = 0
+                        ) -> tuple[bool, dict[str, Any] | None]:
+    """Void an approved AUTHORIZATION not yet captured, or an approved SALE not yet settled nor refunded.
+
+    One conditional UpdateItem that sets ``reversed_by``. A capture's condition needs ``auth_status``
+    ``authorized`` and no ``reversed_by``, and this one needs ``authorized`` too: whichever of a capture and a
+    reversal DynamoDB applies first makes the other's condition fail, so exactly one of them wins.
+    ``amount_cents`` (when not 0) must be the transaction's amount.
+    """
+    values: dict[str, Any] = {":rid": reversal_id, ":now": now, ":yes": True, ":auth": "AUTHORIZATION",
+                              ":authorized": "authorized", ":sale": "SALE"}
+    same_amount = ""
+    if amount_cents:
+        values[":amt"] = amount_cents
+        same_amount = " AND transaction_cents = :amt"
+    return _conditional_update(
+        "reversal", account_id, original_id, "SET reversed_by = :rid, reversed_at = :now",
+        "attribute_exists(transaction_id) AND attribute_not_exists(reversed_by) AND transaction_approved = :yes AND ("
+        "(transaction_type = :auth AND auth_status = :authorized) OR "
+        "(transaction_type = :sale AND attribute_not_exists(settled_at) AND attribute_not_exists(refund_ids)))"
+        + same_amount, values,
+        lambda old: old.get("reversed_by") == reversal_id)
+
+
+def revert_reversal(account_id: str, original_id: str, reversal_id: str) -> None:
+    """Undo :func:`reverse_transaction` when the reversal's own item was certainly not written."""
+    try:
+        with aws_errors("reversal revert"):
+            dynamodb().update_item(
+                TableName=_table(), Key=to_item({"account_id": account_id, "transaction_id": original_id}),
+                UpdateExpression="REMOVE reversed_by, reversed_at", ConditionExpression="reversed_by = :rid",
+                ExpressionAttributeValues=to_item({":rid": reversal_id}))
     except ConditionFailed:
         pass
 

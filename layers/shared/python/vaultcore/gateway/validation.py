@@ -127,11 +127,13 @@ _VARIABLES: dict[str, tuple[re.Pattern[str], int]] = {
     "idempotency_key": (re.compile(r"[\x20-\x7e]{1,255}"), E.IDEMPOTENCY_KEY),
 }
 _CHOICES: dict[str, tuple[tuple[str, ...], int]] = {
-    "transaction_type": (("SALE", "AUTHORIZATION", "CAPTURE"), E.TRANSACTION_TYPE),
+    "transaction_type": (("SALE", "AUTHORIZATION", "CAPTURE", "REFUND", "REVERSAL"), E.TRANSACTION_TYPE),
     "tender_type": (("CARD", "ACH", "APAY"), E.TENDER_TYPE),
     "payment_type": (("ECOMMERCE", "MOTO", "RECURRING", "RETAIL"), E.PAYMENT_TYPE),
     "response_format": (("JSON",), E.RESPONSE_FORMAT),
 }
+#: Transaction types that act on an earlier transaction named by ``token_id``.
+REFERENCED_TYPES = ("CAPTURE", "REFUND", "REVERSAL")
 _KNOWN = (set(TOKEN_PARAMETERS) | set(LEVEL2_FIELDS) | set(_VARIABLES) | set(_CHOICES)
           | {"transaction_amount", "currency", "include_fields"})
 
@@ -278,10 +280,10 @@ class GatewayRequest:
 
     values: dict[str, str]
     transaction_type: str
-    tender: str | None  # CARD, ACH, APAY or None (CAPTURE)
-    amount_cents: int
+    tender: str | None  # CARD, ACH, APAY or None (CAPTURE, REFUND, REVERSAL)
+    amount_cents: int  # 0: an AUTHORIZATION that verifies the card, or a REVERSAL sent without an amount
     currency: str
-    source: str  # "card", "ach", "iframe", "token", "capture", "wallet"
+    source: str  # "card", "ach", "iframe", "token", "capture", "refund", "reversal", "wallet"
     tokens: dict[str, str] = field(default_factory=dict)  # vault_token_* sent (not bfid)
     bfid: str | None = None
 
@@ -350,32 +352,37 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
         raise GatewayError(E.CURRENCY)
     if "currency" in values:
         values["currency"] = currency
-    _require(values, "transaction_amount")
-    try:
-        amount = parse_amount(values["transaction_amount"], currency)
-    except ValueError as exc:
-        raise GatewayError(E.AMOUNT) from exc
-    values["transaction_amount"] = format_cents(amount)
+    if ttype == "REVERSAL" and "transaction_amount" not in values:
+        amount = 0  # a reversal voids the whole transaction; an amount, when sent, must match it
+    else:
+        _require(values, "transaction_amount")
+        try:
+            # 0.00 is a card verification: an AUTHORIZATION that holds no funds (issue 20)
+            amount = parse_amount(values["transaction_amount"], currency, allow_zero=ttype == "AUTHORIZATION")
+        except ValueError as exc:
+            raise GatewayError(E.AMOUNT) from exc
+        values["transaction_amount"] = format_cents(amount)
 
     tokens = {k: v for k, v in values.items() if k.startswith("vault_token_")}
     bfid = values.get("bfid")
     payment_fields = [k for k in (*_CARD_PLAIN, "card_verification", *_BANK_PLAIN, "etoken", "custom_id")
                       if k in values]
 
-    if tender == "APAY" and ttype != "CAPTURE":
+    if tender == "APAY" and ttype not in REFERENCED_TYPES:
         # Issue 8: a wallet payment carries apay_payload instead of payment data; amount and currency are
         # checked above like any payment, and against the token by vaultcore.wallet.payments.
         if payment_fields or tokens or bfid or values.get("reissue") == "1":
             raise GatewayError(E.PAYMENT_DATA, "A wallet payment (tender_type APay) takes apay_payload, not payment data.")
         return GatewayRequest(values, ttype, "APAY", amount, currency, "wallet")
 
-    if ttype == "CAPTURE":
+    if ttype in REFERENCED_TYPES:
+        # CAPTURE, REFUND and REVERSAL name the transaction they act on with token_id, and nothing else.
         _require(values, "token_id")
         if payment_fields or tokens or bfid or "reissue" in values and values["reissue"] == "1":
-            raise GatewayError(E.PAYMENT_DATA, "A CAPTURE takes token_id and transaction_amount, not payment data.")
+            raise GatewayError(E.PAYMENT_DATA, f"A {ttype} takes token_id and transaction_amount, not payment data.")
         if any(k in values for k in LEVEL2_FIELDS):
-            raise GatewayError(E.LEVEL2_FIELD, "Level 2 data is sent with SALE or AUTHORIZATION, not CAPTURE.")
-        return GatewayRequest(values, ttype, None, amount, currency, "capture")
+            raise GatewayError(E.LEVEL2_FIELD, f"Level 2 data is sent with SALE or AUTHORIZATION, not {ttype}.")
+        return GatewayRequest(values, ttype, None, amount, currency, ttype.lower())
 
     has_card = any(k in values for k in (*_CARD_PLAIN, "card_verification"))
     has_bank = any(k in values for k in (*_BANK_PLAIN, "bank_account_type"))
@@ -391,7 +398,7 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
     if tender == "ACH" and (has_card or card_tokens or "etoken" in values or "custom_id" in values):
         raise GatewayError(E.TENDER_TYPE, "tender_type ACH contradicts the card fields.")
     if "token_id" in values:
-        raise GatewayError(E.TOKEN_ID, "token_id is only used with CAPTURE.")
+        raise GatewayError(E.TOKEN_ID, "token_id is only used with CAPTURE, REFUND and REVERSAL.")
 
     has_level2 = any(k in values for k in LEVEL2_FIELDS)
     if "level2_tax" in values:
@@ -438,6 +445,8 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
 
     if values.get("reissue") == "1":
         raise GatewayError(E.REISSUE)
+    if amount == 0 and (has_bank or tender == "ACH"):
+        raise GatewayError(E.AMOUNT, "A 0.00 verification is for cards; ACH has no verification.")
     if has_bank:
         _require(values, *_BANK_PLAIN)
         if has_level2:

@@ -1,0 +1,147 @@
+"""Issue 20 in-process on moto: REFUND (partial, repeated, full = VOID), REVERSAL, partial capture, verification,
+and the races that must never move money twice: concurrent refunds never exceed the original amount, and a
+reversal racing a capture ends with exactly one of them."""
+
+from __future__ import annotations
+
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.helpers import admin, call
+from vaultcore.gateway.errors import E
+
+PATH = "/api/qsapi/3.8"
+VISA = "4242424242424242"
+
+
+class Merchant:
+    def __init__(self, platform) -> None:
+        status, account = admin(platform, "POST", "/admin/v1/accounts", {"options": {}})
+        assert status == 201, account
+        self.platform = platform
+        self.creds = {"account_id": account["account_id"], "api_accesskey": account["api_accesskey"]}
+
+    def post(self, **variables) -> dict:
+        status, _, body = call(self.platform, "GatewayFunction", "POST", PATH, json.dumps({**self.creds, **variables}),
+                               {"Content-Type": "application/json"}, resource=PATH)
+        assert status == 200, body
+        return body
+
+    def sale(self, amount: str = "10.00", ttype: str = "SALE") -> dict:
+        body = self.post(transaction_type=ttype, tender_type="CARD", card_number=VISA, card_expiration="1230",
+                         transaction_amount=amount, currency="USD")
+        assert body["transaction_approved"] is True, body
+        return body
+
+    def refund(self, token_id: str, amount: str) -> dict:
+        return self.post(transaction_type="REFUND", token_id=token_id, transaction_amount=amount)
+
+    def reverse(self, token_id: str, **extra) -> dict:
+        return self.post(transaction_type="REVERSAL", token_id=token_id, **extra)
+
+    def capture(self, token_id: str, amount: str) -> dict:
+        return self.post(transaction_type="CAPTURE", token_id=token_id, transaction_amount=amount)
+
+    def report(self, transaction_id: str) -> dict:
+        status, _, body = call(self.platform, "ReportingFunction", "POST", "/api/rsapi/v1/transactions",
+                               {**self.creds, "transaction_id": transaction_id})
+        assert status == 200, body
+        return body["transaction"]
+
+
+@pytest.fixture
+def merchant(platform) -> Merchant:
+    return Merchant(platform)
+
+
+def test_partial_refunds_until_the_amount_is_used_up_then_refused(merchant):
+    sale = merchant.sale("10.00")
+    first = merchant.refund(sale["transaction_id"], "4.00")
+    assert first["transaction_approved"] is True and first["authorization_message"] == "REFUND"
+    assert first["transaction_type"] == "REFUND" and first["token_id"] == sale["transaction_id"]
+    assert first["transaction_amount"] == 4.0 and first["last4"] == "4242"
+    over = merchant.refund(sale["transaction_id"], "6.01")
+    assert over["error_code"] == E.REFUND_AMOUNT and over["error_message"] == "INVALID REFUND AMOUNT"
+    rest = merchant.refund(sale["transaction_id"], "6.00")
+    assert rest["authorization_message"] == "REFUND"  # the whole amount, but not in one refund: not a void
+    again = merchant.refund(sale["transaction_id"], "0.01")
+    assert again["error_message"] == "INVALID REFUND AMOUNT"
+
+
+def test_a_full_refund_before_settlement_is_a_void(merchant):
+    sale = merchant.sale("12.34")
+    void = merchant.refund(sale["transaction_id"], "12.34")
+    assert void["transaction_approved"] is True and void["authorization_message"] == "VOID"
+    assert merchant.refund(sale["transaction_id"], "0.01")["error_message"] == "INVALID REFUND AMOUNT"
+
+
+def test_refunds_of_unknown_or_unrefundable_transactions_are_refused(merchant):
+    assert merchant.refund("999999999999", "1.00")["error_message"] == "Invalid token_id"
+    auth = merchant.sale("5.00", "AUTHORIZATION")
+    assert merchant.refund(auth["transaction_id"], "1.00")["error_code"] == E.NOT_REFUNDABLE
+    capture = merchant.capture(auth["transaction_id"], "3.00")
+    assert merchant.refund(capture["transaction_id"], "3.00")["authorization_message"] == "VOID"
+    other = Merchant(merchant.platform)
+    assert other.refund(merchant.sale("1.00")["transaction_id"], "1.00")["error_message"] == "Invalid token_id"
+
+
+def test_ten_concurrent_refunds_never_exceed_the_original_amount(merchant):
+    sale = merchant.sale("5.00")
+    with ThreadPoolExecutor(10) as pool:
+        answers = list(pool.map(lambda _: merchant.refund(sale["transaction_id"], "1.00"), range(10)))
+    approved = [a for a in answers if a.get("transaction_approved")]
+    refused = [a for a in answers if not a.get("transaction_approved")]
+    assert len(approved) == 5 and all(a["error_message"] == "INVALID REFUND AMOUNT" for a in refused)
+    assert len({a["transaction_id"] for a in approved}) == 5
+
+
+def test_reversal_of_an_authorization_and_a_second_reversal(merchant):
+    auth = merchant.sale("20.00", "AUTHORIZATION")
+    void = merchant.reverse(auth["transaction_id"])
+    assert void["transaction_approved"] is True and void["authorization_message"] == "APPROVED"
+    assert void["transaction_type"] == "REVERSAL" and void["transaction_amount"] == 20.0
+    twice = merchant.reverse(auth["transaction_id"])
+    assert twice["error_code"] == E.ALREADY_REVERSED and twice["error_message"] == "TRANSACTION ID ALREADY REVERSED"
+    assert merchant.capture(auth["transaction_id"], "20.00")["error_code"] == E.ALREADY_REVERSED
+
+
+def test_reversal_of_a_sale_and_what_cannot_be_reversed(merchant):
+    sale = merchant.sale("8.00")
+    assert merchant.reverse(sale["transaction_id"], transaction_amount="7.00")["error_code"] == E.AMOUNT
+    assert merchant.reverse(sale["transaction_id"], transaction_amount="8.00")["authorization_message"] == "APPROVED"
+    assert merchant.refund(sale["transaction_id"], "1.00")["error_code"] == E.NOT_REFUNDABLE
+    refunded = merchant.sale("8.00")
+    merchant.refund(refunded["transaction_id"], "1.00")
+    assert merchant.reverse(refunded["transaction_id"])["error_code"] == E.NOT_REVERSIBLE
+    auth = merchant.sale("8.00", "AUTHORIZATION")
+    merchant.capture(auth["transaction_id"], "8.00")
+    assert merchant.reverse(auth["transaction_id"])["error_code"] == E.NOT_REVERSIBLE
+    assert merchant.reverse("999999999999")["error_message"] == "Invalid token_id"
+
+
+def test_a_reversal_racing_a_capture_ends_with_exactly_one(merchant):
+    for _ in range(3):
+        auth = merchant.sale("9.00", "AUTHORIZATION")
+
+        def act(i: int, token: str = auth["transaction_id"]) -> dict:
+            return merchant.capture(token, "9.00") if i % 2 else merchant.reverse(token)
+
+        with ThreadPoolExecutor(10) as pool:
+            answers = list(pool.map(act, range(10)))
+        winners = [a for a in answers if a.get("transaction_approved")]
+        assert len(winners) == 1, answers
+
+
+def test_partial_capture_and_verification(merchant):
+    auth = merchant.sale("30.00", "AUTHORIZATION")
+    capture = merchant.capture(auth["transaction_id"], "12.50")
+    assert capture["authorization_message"] == "CAPTURED" and capture["transaction_amount"] == 12.5
+    assert merchant.capture("999999999999", "1.00")["error_message"] == "Invalid token_id"
+    verify = merchant.sale("0.00", "AUTHORIZATION")
+    assert verify["authorization_message"] == "APPROVED" and verify["transaction_amount"] == 0.0
+    assert merchant.capture(verify["transaction_id"], "0.01")["error_code"] == E.NOT_CAPTURABLE
+    zero_sale = merchant.post(transaction_type="SALE", tender_type="CARD", card_number=VISA, card_expiration="1230",
+                              transaction_amount="0.00")
+    assert zero_sale["error_code"] == E.AMOUNT
