@@ -99,3 +99,33 @@ def test_alarms_notify_the_topic_only_when_one_is_given():
     for name, alarm in ALARMS.items():
         assert alarm["AlarmActions"] == expected == alarm["OKActions"], name
         assert alarm["TreatMissingData"] == "notBreaching", name
+
+
+def test_every_function_log_group_is_encrypted_with_the_platform_key():
+    groups = {n: r for n, r in RESOURCES.items() if r["Type"] == "AWS::Logs::LogGroup"}
+    assert len(groups) == len(FUNCTIONS)
+    for name, group in groups.items():
+        assert group["Properties"]["KmsKeyId"] == {"Fn::GetAtt": ["VaultKey", "Arn"]}, name
+
+
+def test_the_key_policy_lets_cloudwatch_logs_use_the_key_for_the_function_log_groups_only():
+    statements = RESOURCES["VaultKey"]["Properties"]["KeyPolicy"]["Statement"]
+    logs = [s for s in statements if isinstance(s["Principal"], dict) and "Service" in s["Principal"]]
+    assert len(logs) == 1, "one service statement: CloudWatch Logs"
+    (statement,) = logs
+    assert statement["Effect"] == "Allow"
+    assert statement["Principal"]["Service"] == {"Fn::Sub": "logs.${AWS::Region}.amazonaws.com"}
+    assert set(statement["Action"]) == {"kms:Encrypt*", "kms:Decrypt*", "kms:ReEncrypt*", "kms:GenerateDataKey*",
+                                        "kms:Describe*"}
+    # AWS docs "Encrypt log data in CloudWatch Logs using AWS KMS": the encryption context is the log group's ARN.
+    (operator, condition), = statement["Condition"].items()
+    assert operator == "ArnLike"
+    assert condition == {"kms:EncryptionContext:aws:logs:arn": {
+        "Fn::Sub": "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:/aws/lambda/*"}}
+    # every function's log group name falls under that pattern
+    for name, res in RESOURCES.items():
+        if res["Type"] == "AWS::Logs::LogGroup":
+            assert res["Properties"]["LogGroupName"]["Fn::Sub"].startswith("/aws/lambda/"), name
+    # the account keeps administering the key (no lock-out)
+    admin = next(s for s in statements if s["Sid"] == "AccountAdministration")
+    assert admin["Action"] == "kms:*"

@@ -42,3 +42,96 @@ def test_tables_have_pitr_kms_and_ttl_where_designed():
 def test_management_api_is_iam_authorized():
     api = load_template()["Resources"]["ManagementApi"]["Properties"]
     assert api["Auth"]["DefaultAuthorizer"] == "AWS_IAM"
+
+
+# Reserved concurrency per API (README "Deploying with SAM"): parameter -> the functions it reserves.
+RESERVED = {
+    "SecureApiReservedConcurrency": {"PartnerValidateFunction", "DeviceValidateFunction", "AuthDebugFunction",
+                                     "TokenizeFunction"},
+    "GatewayApiReservedConcurrency": {"GatewayFunction", "ReportingFunction", "WalletSessionFunction",
+                                      "DomainAssociationFunction", "CheckoutFunction"},
+    "ProxyApiReservedConcurrency": {"ProxyFunction"},
+    "ParserApiReservedConcurrency": {"ParserFunction"},
+    "CollectorApiReservedConcurrency": {"CollectorFunction"},
+    "ManagementApiReservedConcurrency": {"ManagementFunction"},
+    "PostbackReservedConcurrency": {"PostbackFunction"},
+}
+UNRESERVED = {"ProxyLogShipperFunction", "PostbackOutboxFunction"}  # off the request path, in the shared pool
+
+
+def _reserved(res: dict) -> tuple[str, str] | None:
+    """(condition, parameter) of a function's ReservedConcurrentExecutions: !If [cond, !Ref param, NoValue]."""
+    value = res["Properties"].get("ReservedConcurrentExecutions")
+    if value is None:
+        return None
+    condition, then, otherwise = value["Fn::If"]
+    assert otherwise == {"Ref": "AWS::NoValue"}
+    return condition, then["Ref"]
+
+
+def test_each_api_s_functions_reserve_the_api_s_parameter():
+    template = load_template()
+    functions = {n: r for n, r in template["Resources"].items() if r["Type"] == "AWS::Serverless::Function"}
+    assert set(functions) == set().union(*RESERVED.values()) | UNRESERVED
+    for parameter, names in RESERVED.items():
+        for name in names:
+            condition, ref = _reserved(functions[name])
+            assert ref == parameter, name
+            # the condition is "the parameter is not -1"
+            assert template["Conditions"][condition] == {"Fn::Not": [{"Fn::Equals": [{"Ref": parameter}, "-1"]}]}
+    for name in UNRESERVED:
+        assert _reserved(functions[name]) is None, name
+    # each function's API is the one its parameter names (the API events' RestApiId)
+    for parameter, names in RESERVED.items():
+        api = parameter.removesuffix("ReservedConcurrency")
+        for name in names:
+            events = (functions[name]["Properties"].get("Events") or {}).values()
+            apis = {e["Properties"]["RestApiId"]["Ref"] for e in events if e["Type"] == "Api"}
+            assert apis == ({api} if api != "Postback" else set()), name
+
+
+def test_reserved_defaults_fit_a_new_account_and_leave_the_unreserved_100():
+    template = load_template()
+    parameters = template["Parameters"]
+    for environment in ("cert", "prod"):
+        params = parameters_with_defaults(template, {"Environment": environment})
+        resources = render(template, params)
+        total = sum(int(params[parameter]) for parameter, names in RESERVED.items() for n in names if n in resources)
+        assert total <= 1000 - 100, (environment, total)
+    for parameter in RESERVED:
+        spec = parameters[parameter]
+        assert spec["Type"] == "Number" and spec["MinValue"] == -1 and int(spec["Default"]) >= 2, parameter
+        assert "-1" in spec["Description"], parameter
+
+
+def test_minus_one_means_not_reserved_and_zero_is_refused():
+    template = load_template()
+    from local.template import evaluate_conditions
+
+    none = {parameter: "-1" for parameter in RESERVED}
+    conditions = evaluate_conditions(template, parameters_with_defaults(template, none))
+    assert not any(conditions[f"Reserve{p.removesuffix('ReservedConcurrency')}"] for p in RESERVED)
+    conditions = evaluate_conditions(template, parameters_with_defaults(template))
+    assert all(conditions[f"Reserve{p.removesuffix('ReservedConcurrency')}"] for p in RESERVED)
+    # A rule refuses 0 for every parameter (and 1 for the postback consumer, the queue's minimum being 2).
+    asserted = str(template["Rules"]["ReservedConcurrencyIsNeverZero"]["Assertions"])
+    for parameter in RESERVED:
+        assert f"'Ref': '{parameter}'" in asserted, parameter
+
+
+def test_the_postback_queue_never_invokes_beyond_the_reservation():
+    fn = load_template()["Resources"]["PostbackFunction"]["Properties"]
+    scaling = fn["Events"]["Postbacks"]["Properties"]["ScalingConfig"]["Fn::If"]
+    assert scaling[0] == "ReservePostback"
+    assert scaling[1] == {"MaximumConcurrency": {"Ref": "PostbackReservedConcurrency"}}
+    assert scaling[2] == {"Ref": "AWS::NoValue"}
+
+
+def test_readme_documents_each_reserved_concurrency_parameter_and_default():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("### Reserved concurrency per API", 1)[1].split("\n### ", 1)[0]
+    parameters = load_template()["Parameters"]
+    for parameter in RESERVED:
+        assert f"| `{parameter}` | {parameters[parameter]['Default']} |" in section, parameter
