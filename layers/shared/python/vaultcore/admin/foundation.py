@@ -6,13 +6,15 @@ from vaultcore.admin.router import created, json_body, ok, route
 from vaultcore.api.http import Request, Response
 from vaultcore.devices import registry as devices
 from vaultcore.devices.profiles import PROFILES
-from vaultcore.errors import NotFound
+from vaultcore.errors import NotFound, ValidationError
 from vaultcore.partners import service as partners
 
 
 @route("POST", "/admin/v1/partners")
 def create_partner(request: Request) -> Response:
     body = json_body(request)
+    if "partnerId" in body and body["partnerId"] is None:  # optional, but a string when sent (no null)
+        raise ValidationError("partnerId must be 3 to 40 letters or digits.")
     return created(partners.create_partner(body.get("name"), body.get("apiSecurity", "hmac"), body.get("partnerId")))
 
 

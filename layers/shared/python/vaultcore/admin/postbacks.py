@@ -40,8 +40,10 @@ def redeliver(request: Request, account_id: str, delivery_id: str) -> Response:
 def redrive(request: Request) -> Response:
     """Move every message of the dead-letter queue back to the postback queue (same delivery ids)."""
     body = json_body(request)
-    limit = body.get("limit", 1000)
-    if not isinstance(limit, int) or not 1 <= limit <= 10000:
+    from vaultcore.api.values import json_integer
+
+    limit = json_integer(body.get("limit", 1000))
+    if limit is None or not 1 <= limit <= 10000:
         raise ValidationError("limit must be an integer from 1 to 10000.")
     sqs = client("sqs")
     moved = 0

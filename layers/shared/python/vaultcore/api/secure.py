@@ -21,10 +21,10 @@ def json_object_body(request: Request) -> dict[str, Any]:
 
 
 def reference_of(body: dict[str, Any]) -> str | None:
-    reference = body.get("reference")
-    if reference is None:
+    if "reference" not in body:
         return None
-    if not isinstance(reference, str):
+    reference = body["reference"]
+    if not isinstance(reference, str):  # null included: optional, but a string when sent
         raise ValidationError("reference must be a string.", code=1002)
     if len(reference) > MAX_REFERENCE_LENGTH:
         raise ValidationError("reference must be at most 50 characters.", code=1002)

@@ -199,9 +199,12 @@ def register_device(partner_id: str, body: dict[str, Any]) -> dict[str, Any]:
     serial = body.get("serial")
     device_type = body.get("deviceType")
     bdk_id = body.get("bdkId")
-    client_id = body.get("clientId") or ""
-    firmware = body.get("firmware") or ""
-    status = body.get("status") or "active"
+    # Optional members are absent or of their type: null is no value the management document allows.
+    client_id = body.get("clientId", "")
+    firmware = body.get("firmware", "")
+    status = body.get("status", "active")
+    if "clientId" in body and client_id == "":
+        raise ValidationError("clientId must be 1 to 64 letters, digits, '.', '_', ':' or '-'.")
     if not isinstance(serial, str) or not _SERIAL.fullmatch(serial):
         raise ValidationError("serial is required (1 to 64 letters, digits, '.', '_', ':' or '-').")
     if not isinstance(device_type, str) or profile_for(device_type) is None:

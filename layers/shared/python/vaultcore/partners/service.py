@@ -164,8 +164,12 @@ def rotate_credential(partner_id: str, kind: str, overlap_seconds: int = DEFAULT
     """Issue a new partner key or HMAC key; the previous one stays valid for ``overlap_seconds``."""
     if kind not in ("partnerKey", "hmacKey"):
         raise ValidationError("kind must be 'partnerKey' or 'hmacKey'.")
-    if not isinstance(overlap_seconds, int) or not 0 <= overlap_seconds <= 30 * 86400:
+    from vaultcore.api.values import json_integer
+
+    overlap = json_integer(overlap_seconds)
+    if overlap is None or not 0 <= overlap <= 30 * 86400:
         raise ValidationError("overlapSeconds must be an integer from 0 to 2592000.")
+    overlap_seconds = overlap
     partner = get_partner(partner_id)
     now = clock.now()
     not_after = int(now) + overlap_seconds

@@ -170,6 +170,9 @@ def _check_bfid_room(partner_id: str, template_ref: str, version: int) -> None:
 def create_template(partner_id: str, body: dict[str, Any]) -> StoredTemplate:
     """Publish a template: a new reference gets version 1, an existing one its next version."""
     get_partner(partner_id)
+    for member in ("templateRef", "name"):  # optional, but strings when sent (the document allows no null)
+        if member in body and not isinstance(body[member], str):
+            raise TokenServiceError(f"{member} must be a string.", code=TEMPLATE_INVALID)
     ref = body.get("templateRef")
     if ref is None:
         ref = generate_template_ref()

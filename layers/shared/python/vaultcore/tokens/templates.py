@@ -41,6 +41,7 @@ from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal, cast
 
+from vaultcore.api.values import json_integer
 from vaultcore.tokens.alphabets import ALPHABETS, Alphabet
 
 __all__ = [
@@ -308,8 +309,9 @@ class TemplateField:
         lo = lo_default if self.min_length is None else self.min_length
         hi = hi_default if self.max_length is None else self.max_length
         for label, n in (("minLength", lo), ("maxLength", hi)):
-            if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= MAX_FIELD_LENGTH:
+            if json_integer(n) is None or not 1 <= n <= MAX_FIELD_LENGTH:
                 raise TemplateError(f"{where}: {label} must be an integer from 1 to {MAX_FIELD_LENGTH}")
+        lo, hi = json_integer(lo), json_integer(hi)
         if lo > hi:
             raise TemplateError(f"{where}: minLength {lo} is greater than maxLength {hi}")
         object.__setattr__(self, "min_length", lo)
