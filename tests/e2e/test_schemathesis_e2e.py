@@ -26,7 +26,7 @@ random ``Authorization``, and must get the documented 401 / 1003 / error_code 10
 Path parameters are, in a share of the cases, ids the runner seeded (the demo partner, account, BDK, device,
 template, proxy configurations, collector client), so the operations reach real resources and not only 404s.
 
-Bounded for ``make test`` on 2 cores: ``VAULT_SCHEMATHESIS_EXAMPLES`` (default 12) fuzzed cases per operation
+Bounded for ``make test`` on 2 cores: ``VAULT_SCHEMATHESIS_EXAMPLES`` (default 50) fuzzed cases per operation
 besides the examples and coverage phases, a fixed seed (``VAULT_SCHEMATHESIS_SEED``, default 18: the same cases on
 every run, different ones per operation), no example database (nothing is written to ``.hypothesis``).
 """
@@ -62,7 +62,7 @@ from tests.e2e.conftest import Runner
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCUMENTS = ROOT / "openapi"
-EXAMPLES = int(os.environ.get("VAULT_SCHEMATHESIS_EXAMPLES", "12"))
+EXAMPLES = int(os.environ.get("VAULT_SCHEMATHESIS_EXAMPLES", "50"))
 SEED = int(os.environ.get("VAULT_SCHEMATHESIS_SEED", "18"))
 CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
           response_headers_conformance]

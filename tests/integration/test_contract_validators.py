@@ -371,3 +371,25 @@ def test_a_broken_tokenize_member_is_refused_with_the_documented_400(world):
             assert json.dumps(sent[member]) not in json.dumps(payload.get("reference", ""))
 
     check()
+
+
+def test_a_collector_report_with_numbers_outside_dynamodb_s_range_is_stored(world):
+    """Issue 18: ``{"signals": {"screen": {"width": 1e-200}}}`` was a DynamoDB number underflow (HTTP 500). The
+    collector stores its signals rounded to 6 decimal places, so any JSON number it accepts can be stored."""
+    platform, account = world["platform"], world["account"]
+    status, client = admin(platform, "POST", f"/admin/v1/accounts/{account['account_id']}/fraud-client")
+    assert status == 201
+    client_id = client["client_id"]
+    for n, value in enumerate((1e-200, 5e-324, -1e-300, 1.0000000000000002, 1e308, 0.1 + 0.2)):
+        body = {"dvci": f"dev{n}", "pid": f"page{n}", "signals": {"screen": {"width": value, "pixelRatio": value},
+                                                                  "tzOffset": value,
+                                                                  "hardwareConcurrency": value}}
+        status, _, payload = call(platform, "CollectorFunction", "POST", f"/cdn/cs/{client_id}/collect",
+                                  json.dumps(body), headers={"Content-Type": "text/plain"},
+                                  resource="/cdn/cs/{client_id}/collect", path_params={"client_id": client_id})
+        assert (status, payload) == (200, {"received": True, "reused": False}), (value, payload)
+        status, report = admin(platform, "GET", f"/admin/v1/accounts/{account['account_id']}/fraud-client/"
+                                                f"{client_id}/devices/dev{n}")
+        assert status == 200
+        stored = report["signals"]["screen"]["width"]
+        assert stored == round(min(max(value, 0), 100000), 6), (value, stored)

@@ -61,7 +61,11 @@ def _refused(doc, match: str, code: int = E.CONFIG_INVALID) -> None:
 
 def test_response_actions_are_optional_and_compiled_with_their_phase():
     assert parse_document(_doc(), policy=STRICT).response_actions == ()
-    assert parse_document({**_doc(), "responseActions": None}, policy=STRICT).response_actions == ()
+    # null is no value the document allows (issue 18: it was stored, and broke every listing): refused; a
+    # configuration stored before reads it as absent
+    with pytest.raises(E.ProxyConfigError, match="responseActions must be an array"):
+        parse_document({**_doc(), "responseActions": None}, policy=STRICT)
+    assert parse_document({**_doc(), "responseActions": None}, policy=STRICT, stored=True).response_actions == ()
     config = parse_document(_doc(response_actions=[
         _action("tokenize", [_sub("jsonpath", "$.card"), _sub("key", "X-Card", "header", required=True)]),
         _action("detokenize", [_sub("xpath", "/r/t/text()")])]), policy=STRICT)
