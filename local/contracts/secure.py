@@ -24,8 +24,9 @@ from vaultcore.tokens.bfid import BFID_MIN_LENGTH, BFID_TEXT_MAX_LENGTH
 from vaultcore.tokens.templates import _TEMPLATE_REF
 
 MESSAGE_ID = text("^[0-9]{25}$", "Unique identifier of the response: 25 digits.")
-REFERENCE = text(description=f"The caller's reference: at most {MAX_REFERENCE_LENGTH} characters; echoed in the "
-                             "response whether the call succeeds or not (errCode 1002 otherwise).",
+REFERENCE = text(description=f"The caller's reference: a string of at most {MAX_REFERENCE_LENGTH} characters, "
+                             "echoed in the response whether the call succeeds or not. Otherwise (null included) "
+                             "errCode 1002, and an error never echoes it.",
                  maxLength=MAX_REFERENCE_LENGTH)
 PARTNER_ID = text(description="Body credentials (key-security partners): the partner id. Ignored when an "
                               "`Authorization` header is sent. Missing: 1101.")
