@@ -58,6 +58,8 @@ class E:
     PAYMENT_TYPE = 220
     IDEMPOTENCY_KEY = 221
     ACH_TYPE = 222
+    CARD_DATA_UNREADABLE = 223  # issue 20: tracks, a P2PE payload or a stored card number that cannot be read
+    DEVICE_NOT_REGISTERED = 225  # issue 20 (card-present): P2PE reader not usable by this account
     # 3xx: token payments and auto-tokenization
     TOKEN_PAYMENTS_OFF = 300
     NO_TOKENIZATION_PARTNER = 301
@@ -135,6 +137,8 @@ ERROR_MESSAGES: dict[int, str] = {
     E.PAYMENT_TYPE: "payment_type must be ECOMMERCE, MOTO, RECURRING or RETAIL.",
     E.IDEMPOTENCY_KEY: "The idempotency key must be 1 to 255 printable ASCII characters.",
     E.ACH_TYPE: "ACH supports SALE only, with bank_account_type CHECKING or SAVINGS.",
+    E.CARD_DATA_UNREADABLE: "CARD DATA UNREADABLE",
+    E.DEVICE_NOT_REGISTERED: "The card reader is not registered to this account's partner, or is not active.",  # issue 20
     E.TOKEN_PAYMENTS_OFF: "Token payments are not enabled for this account.",
     E.NO_TOKENIZATION_PARTNER: "The account has no tokenization partner.",
     E.BFID_INVALID: "The bfid is not valid.",

@@ -396,6 +396,17 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
     elif req.source == "iframe":
         payment, token_info, token_source = _resolve_etoken(account, req)
         check_payment(payment, req, now=now)
+    # --- issue 20 (card-present): card_tracks or a P2PE reader payload -> card values, in memory only ---
+    present_fields: dict[str, Any] = {}
+    if req.source in ("swiped", "p2pe"):
+        from vaultcore.gateway import card_present
+
+        present = card_present.resolve(req.source, req.values, account.partner_id)
+        sent = {k: req.values[k] for k in _CLEAR_NAMES if k in req.values}  # names sent win over the track's
+        payment = PaymentData("CARD", {**present.payment_values(), **sent})
+        check_payment(payment, req, now=now)
+        present_fields = present.entry_fields()  # keyed, swiped, entry_mode
+    # --- end ---
     # --- issue 8 (wallet): tender_type APay -> the token's device account number (vaultcore.wallet) ---
     wallet_fields: dict[str, Any] = {}
     if req.source == "wallet":
@@ -448,6 +459,9 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
         **token_info,
         **wallet_fields, **fraud_fields,  # issue 8: tender_type APay, entry_mode wallet, ECI; fraud score
     }
+    # --- issue 20 (card-present): keyed / swiped / entry_mode of the read ---
+    item.update(present_fields)
+    # --- end ---
     if req.transaction_type == "AUTHORIZATION" and amount == 0:
         item["auth_status"] = "verified" if outcome.approved else "declined"  # a verification: nothing to capture
     elif req.transaction_type == "AUTHORIZATION":

@@ -29,6 +29,7 @@ from urllib.parse import parse_qsl
 
 from vaultcore.cards.brand import AMEX, MASTERCARD, VISA, detect_brand
 from vaultcore.cards.luhn import luhn_valid
+from vaultcore.gateway import card_present  # issue 20 (card-present)
 from vaultcore.gateway.currencies import is_currency, minor_units
 from vaultcore.gateway.errors import E, GatewayError
 
@@ -126,6 +127,9 @@ _VARIABLES: dict[str, tuple[re.Pattern[str], int]] = {
     "apay_payload": (_text(1, MAX_APAY_LENGTH), E.VARIABLE),
     "idempotency_key": (re.compile(r"[\x20-\x7e]{1,255}"), E.IDEMPOTENCY_KEY),
 }
+# --- issue 20 (card-present): card_tracks and the P2PE reader variables (vaultcore.gateway.card_present) ---
+_VARIABLES.update(card_present.PATTERNS)
+# --- end ---
 _CHOICES: dict[str, tuple[tuple[str, ...], int]] = {
     "transaction_type": (("SALE", "AUTHORIZATION", "CAPTURE", "REFUND", "REVERSAL"), E.TRANSACTION_TYPE),
     "tender_type": (("CARD", "ACH", "APAY"), E.TENDER_TYPE),
@@ -367,6 +371,11 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
     bfid = values.get("bfid")
     payment_fields = [k for k in (*_CARD_PLAIN, "card_verification", *_BANK_PLAIN, "etoken", "custom_id")
                       if k in values]
+    # --- issue 20 (card-present): card_tracks or a P2PE reader payload is payment data too ---
+    present = card_present.source_of(values)  # "swiped", "p2pe" or None
+    if present is not None:
+        payment_fields.append("card_tracks" if present == "swiped" else "device_payload")
+    # --- end ---
 
     if tender == "APAY" and ttype not in REFERENCED_TYPES:
         # Issue 8: a wallet payment carries apay_payload instead of payment data; amount and currency are
@@ -409,6 +418,20 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
         if tax > amount:
             raise GatewayError(E.LEVEL2_FIELD, "level2_tax cannot exceed transaction_amount.")
         values["level2_tax"] = format_cents(tax)
+
+    # --- issue 20 (card-present): the card is read from card_tracks or a P2PE payload, nothing else ---
+    if present is not None:
+        if [k for k in payment_fields if k not in card_present.VARIABLES] or tokens or bfid or has_bank or bank_tokens:
+            raise GatewayError(E.PAYMENT_DATA, "card_tracks or a P2PE reader payload replaces card data: send no "
+                               "other card, bank or token data.")
+        if ttype not in ("SALE", "AUTHORIZATION"):
+            raise GatewayError(E.PAYMENT_DATA, "Card-present data is sent with SALE or AUTHORIZATION.")
+        if tender != "CARD":
+            raise GatewayError(E.TENDER_TYPE, "A card-present payment has tender_type CARD.")
+        if values.get("reissue") == "1":
+            raise GatewayError(E.REISSUE)
+        return GatewayRequest(values, ttype, "CARD", amount, currency, present)
+    # --- end ---
 
     if "etoken" in values or "custom_id" in values:
         # The tokenized payment iframe case: custom_id + etoken instead of card data.
