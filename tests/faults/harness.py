@@ -686,8 +686,8 @@ def sigkill_mid_burst(stack: Stack, seconds: float, kill_after: float, workers: 
 
     def killer() -> None:
         time.sleep(kill_after)
+        stop.set()  # the clients send nothing new; the requests in flight die with the runner
         stack.kill_runner()
-        stop.set()
 
     k = threading.Thread(target=killer)
     k.start()
