@@ -23,8 +23,8 @@ from local.contracts.common import (
     response,
     text,
 )
-from vaultcore.cards.brand import BRANDS
 from vaultcore.gateway import validation as v
+from vaultcore.gateway.processor import GATEWAY_BRANDS
 from vaultcore.gateway.reporting import _DATE, _INCLUDABLE, MAX_RANGE_SECONDS
 from vaultcore.gateway.reporting import _KNOWN as RSAPI_KNOWN
 from vaultcore.gateway.service import RESPONSE_FIELDS
@@ -36,13 +36,15 @@ from vaultcore.wallet.settings import _FILE_NAME
 #: QSAPI variable -> description (rules beyond the pattern, the error code, the spec's Required column).
 QSAPI_DESCRIPTIONS: dict[str, str] = {
     "account_id": "Merchant account: 12 digits (101). Required (200).",
-    "api_accesskey": "Access key, 1-128 printable ASCII characters; compared with the stored hash in constant time. "
-                     "Any authentication failure: 102. Required (200).",
-    "hash": "Optional hash authentication: lowercase hex SHA-256 of `account_id,api_accesskey,timestamp[,value of "
-            "each variable named in hash_key]` (102 on mismatch).",
+    "api_accesskey": "Access key, 1-128 printable ASCII characters; compared in constant time with the account's key "
+                     "(stored KMS-wrapped). Required (200) unless `hash` and `timestamp` authenticate the request "
+                     "instead. Any authentication failure: 102 `Invalid account_id`.",
+    "hash": "The original's hash authentication, sent instead of `api_accesskey` (or with it): lowercase hex "
+            "SHA-256 of `account_id,api_accesskey,timestamp[,value of each variable named in hash_key]` (102 on "
+            "mismatch). README \"Gateway authentication\".",
     "timestamp": "With `hash`: unix seconds, within 15 minutes of server time (102).",
     "hash_key": "With `hash`: comma-separated names (at most 20) of variables whose values are appended to the "
-                "hashed text (102).",
+                "hashed text, in that order (102).",
     "response_format": "`JSON` (the default; anything else: 104).",
     "transaction_type": "`SALE`, `AUTHORIZATION`, `CAPTURE`, `REFUND` or `REVERSAL` (case-insensitive; 105). "
                         "Required (200). CAPTURE, REFUND and REVERSAL name the transaction they act on with "
@@ -71,6 +73,10 @@ QSAPI_DESCRIPTIONS: dict[str, str] = {
     "email": "5-100 characters, `local@domain.tld` (219).",
     "phone": "2-20 digits, spaces and `+()-.` (219).",
     "street_address1": "2-100 printable characters (219); with zip it decides the AVS response.",
+    "transaction_description": "1-255 printable characters (219 `Invalid transaction_description`); stored and "
+                               "echoed in the response, reported and posted back.",
+    "balance": "0 to 99,999,999.99 with at most 2 decimals (219 `Invalid balance`); stored and echoed in the "
+               "response as a number.",
     "device_trans_id": "Fraud-scoring device transaction id from the collector script: 1-64 letters, digits, "
                        "hyphens or underscores (215).",
     "custom_id": "Iframe output: the merchant's reference of the iframe session, 1-50 of `A-Za-z0-9._-` (216); "
@@ -81,9 +87,12 @@ QSAPI_DESCRIPTIONS: dict[str, str] = {
                 "CAPTURE: an authorization (already captured 402, expired 404, not an approved authorization "
                 "405, reversed 412). REFUND: an approved SALE or CAPTURE (over the amount left 410, not "
                 "refundable 411). REVERSAL: an approved AUTHORIZATION not captured, or a SALE not settled nor "
-                "refunded (already reversed 412, not reversible 413).",
-    "reissue": "`1` marks a reissue of a token payment, `0` none (213: another value, or a reissue without "
-               "tokens).",
+                "refunded (already reversed 412, not reversible 413). SALE, AUTHORIZATION: pay with the card or "
+                "bank account a STORE kept (422 when it names no STORE of this account).",
+    "reissue": "`1` (or `true`) marks a reissue of a token payment or of a payment with a stored card, `0` (or "
+               "`false`) none (213: another value, or a reissue without tokens).",
+    "authorization_code": "FORCE: the 6 letters or digits of the offline authorization (224; required with FORCE, "
+                          "refused with other types).",
     "apay_payload": "Wallet payment (`tender_type=APay`): the wallet payment token as JSON text or base64 of it "
                     "(the whole token or its paymentData), at most 16,384 characters (702/703).",
     "idempotency_key": "Idempotency key, 1-255 printable ASCII characters (221); the `Idempotency-Key` header "
@@ -112,6 +121,28 @@ QSAPI_DESCRIPTIONS: dict[str, str] = {
     "level2_tax": "Level 2: a non-negative amount with at most 2 decimals, at most the transaction amount (211); "
                   "Visa cards need more than 0.00, MasterCard and other brands accept 0.00 (212).",
     "level2_zip": "Level 2: 1-10 letters, digits or hyphens (211); not validated like `zip`.",
+    # --- issue 20 (card-present): vaultcore.gateway.card_present ---
+    "card_tracks": "Card-present (swiped): track 1 and/or track 2 as the reader reads them, with sentinels "
+                   "(`%B...?`, `;...=...?`), each optionally followed by its LRC (checked), at most 512 printable "
+                   "characters, line ends allowed around the tracks. Instead of card_number and card_expiration "
+                   "(with them, card_verification, bank or token data: 217); SALE or AUTHORIZATION, tender_type "
+                   "CARD. Unreadable (format, LRC, no PAN, Luhn, no expiry): 223 `CARD DATA UNREADABLE`. Never "
+                   "stored or logged; the answer has `swiped` true, `keyed` false, `entry_mode` `swiped`, and "
+                   "first_name/last_name from track 1 unless sent.",
+    "device_type": "P2PE: the registered reader's device type, as the parser's `deviceType` (`terminal`, "
+                   "`audio-reader`, ...; 219). With device_serial and device_payload (200), instead of card data "
+                   "(217). Not the registered device's type: 225.",
+    "device_serial": "P2PE: the reader's serial, as the parser's `deviceSerial` (1-64 of `A-Za-z0-9._:-`; 219). "
+                     "The device must be registered to the account's partner and active (225 otherwise, one "
+                     "answer for unknown, inactive and another partner's devices).",
+    "device_client_id": "P2PE: the reader's client id, as the parser's `clientId`, for devices registered with "
+                        "one (1-64 of `A-Za-z0-9._:-`; 219).",
+    "ksn": "P2PE: the DUKPT key serial number of the payload, hex, as the parser's `ksn` (219 not hex); for "
+           "terminals (audio readers carry it inside the payload). Wrong for the device's key: 223.",
+    "device_payload": "P2PE: the encrypted reader payload, hex (at most 4,096 characters; 219 not hex), as the "
+                      "parser's `devicePayload`; decrypted by the same code as POST /api/decrypt/parser. Does not "
+                      "decrypt, or holds no readable card with an expiry: 223 `CARD DATA UNREADABLE`.",
+    # --- end ---
 }
 
 _CANONICAL = {"APAY": "APay"}
@@ -156,29 +187,38 @@ def _transaction_properties() -> dict[str, Any]:
         "tender_type": nullable({"type": "string", "enum": ["CARD", "ACH", "APay"]}),
         "transaction_timestamp": text(r"[0-9]{4}-[0-9]{2}-[0-9]{2} [0-9]{2}:[0-9]{2}:[0-9]{2}",
                                       "`YYYY-MM-DD HH:MM:SS`, UTC."),
-        "card_brand": nullable({"type": "string", "enum": list(BRANDS), "description": "Null for ACH."}),
-        "transaction_type": {"type": "string", "enum": ["SALE", "AUTHORIZATION", "CAPTURE", "REFUND", "REVERSAL"]},
+        "card_brand": nullable({"type": "string", "enum": list(GATEWAY_BRANDS),
+                                    "description": "In capitals, as the original sends them. Null for ACH."}),
+        "transaction_type": {"type": "string", "enum": ["SALE", "AUTHORIZATION", "CAPTURE", "REFUND", "REVERSAL",
+                                                        "CREDIT", "STORE", "FORCE", "SETTLE-BATCH"]},
         "last4": nullable(text("[0-9]{4}", "Last four digits of the card (device account number for wallets) or "
                                            "bank account.")),
         "card_expiration": nullable(text("(0[1-9]|1[0-2])[0-9]{2}", "MMYY; null for ACH.")),
         "authorization_code": nullable(text("[A-Z0-9]{6}", "Null on declines and errors.")),
         "authorization_message": {"type": "string", "enum": ["APPROVED", "DECLINED", "ERROR", "CAPTURED", "REFUND",
-                                                             "VOID"],
-                                  "description": "REFUND: a refund; VOID: a full refund before settlement."},
+                                                             "VOID", "PENDING", "CREDIT", "SETTLED"],
+                                  "description": "REFUND: a refund; VOID: a full refund before settlement; "
+                                                 "PENDING: an ACH debit (until its batch settles); CREDIT: a "
+                                                 "credit; SETTLED: a SETTLE-BATCH."},
         "request_amount": {"type": "number"},
         "transaction_amount": {"type": "number", "description": "The amount approved (0 on a decline)."},
         "first_name": s, "last_name": s,
         "keyed": nullable({"type": "boolean"}), "swiped": nullable({"type": "boolean"}),
-        "entry_mode": nullable({"type": "string", "enum": ["keyed", "wallet"]}),
+        "entry_mode": nullable({"type": "string", "enum": ["keyed", "swiped", "wallet"],  # issue 20: swiped
+                                "description": "`keyed` (card data, or a keyed entry on a P2PE terminal), "
+                                               "`swiped` (card_tracks, or a P2PE swipe or EMV read), `wallet`."}),
         "transaction_approved": {"type": "boolean"},
         "avs_response": {"type": "string", "enum": ["Y", "Z", "A", "N"],
                          "description": "`Y` street and zip, `Z` zip only, `A` street only, `N` no match; absent "
                                         "when neither was sent."},
         "cvv2_response": {"type": "string", "enum": ["M", "N", "P"],
                           "description": "`M` match, `N` no match, `P` not processed (no CVV)."},
+        "transaction_description": text(v._VARIABLES["transaction_description"][0], "As sent (when sent)."),
+        "balance": {"type": "number", "description": "As sent (when sent)."},
         "currency": nullable(text("[A-Z]{3}")),
         "custom_id": text(v._VARIABLES["custom_id"][0]),
         "token_id": text("[1-9][0-9]{11}", "CAPTURE, REFUND, REVERSAL: the transaction_id acted on."),
+        "batch_id": {"type": "integer", "minimum": 1, "description": "SETTLE-BATCH: the batch it closed."},
         "error": {"type": "boolean"},
         "error_code": ref("GatewayErrorCode"),
         "error_message": nullable(s), "error_msg": nullable(s),
@@ -204,6 +244,11 @@ def _schemas() -> dict[str, Any]:
         "fraud_score": {"type": "integer", "minimum": 0, "maximum": 100},
         "fraud_recommendation": {"type": "string", "enum": ["accept", "review", "reject", "unscored"]},
         "fraud_reasons": {"type": "array", "items": s},
+        "status": {"type": "string", "enum": ["APPROVED", "DECLINED", "CAPTURED", "VOIDED", "REFUNDED", "PENDING",
+                                              "SETTLED", "RETURNED"],
+                   "description": "The lifecycle status (README \"Batches and statuses\")."},
+        "refunded_amount": {"type": "number", "description": "What refunds took, when any."},
+        "ach_return_code": text("R[0-9]{2}", "RETURNED: the bank's NACHA return code."),
     }
     assert set(FRAUD_FIELDS) <= set(record_extra)
     ok = {"error": {"const": False}, "error_code": {"const": 0}, "error_message": {"type": "null"},
@@ -238,6 +283,8 @@ def _schemas() -> dict[str, Any]:
             "end_date": text(_DATE, f"UTC; a bare date is the end of that day; default now; at most "
                                     f"{MAX_RANGE_SECONDS // 86400} days after start_date (802)."),
             "limit": text("[0-9]{1,3}", "1-100, default 25 (805)."),
+            "batch_id": text("[1-9][0-9]{0,6}", "The transactions of one settlement batch, instead of start_date and "
+                                                "end_date (806)."),
             "next_token": text(description="The previous page's `next_token` (803)."),
             "include_fields": text(description="Comma-separated names (at most 50) to add (804 for an unknown "
                                                "one): " + ", ".join(sorted(_INCLUDABLE)) + "."),

@@ -110,7 +110,7 @@ def test_card_sale_json_form_and_trailing_slash(gw):
         assert body["transaction_approved"] is True and body["error"] is False and body["error_code"] == 0
         assert body["error_message"] is None and body["error_msg"] is None
         assert len(body["transaction_id"]) == 12 and body["transaction_id"].isdigit()
-        assert body["tender_type"] == "CARD" and body["card_brand"] == "Visa" and body["last4"] == "4242"
+        assert body["tender_type"] == "CARD" and body["card_brand"] == "VISA" and body["last4"] == "4242"
         assert body["card_expiration"] == "1230" and body["authorization_message"] == "APPROVED"
         assert body["request_amount"] == body["transaction_amount"] == 10.5 and body["currency"] == "USD"
         assert (body["first_name"], body["last_name"]) == ("Ada", "Lovelace")
@@ -169,6 +169,67 @@ def test_failures_are_transaction_responses_with_http_200(gw):
             assert payload["error_message"] == payload["error_msg"] and payload["error_message"]
 
 
+ORIGINAL_TEXTS = [  # issue 20: the error_message of a bad variable, as the original answers it
+    ({"card_number": "4242424242424241"}, E.CARD_LUHN, "INVALID CARD NUMBER"),
+    ({"card_number": "4242x42424242424"}, E.CARD_NUMBER, "INVALID CARD NUMBER"),
+    ({"card_number": "42424242"}, E.CARD_NUMBER, "INVALID CARD NUMBER"),
+    ({"card_expiration": "1330"}, E.CARD_EXPIRATION, "Invalid card_expiration"),
+    ({"card_expiration": "0120"}, E.CARD_EXPIRED, "Invalid card_expiration"),
+    ({"card_verification": "12"}, E.CARD_VERIFICATION, "Invalid card_verification"),
+    ({"transaction_amount": "1.001"}, E.AMOUNT, "Invalid transaction_amount"),
+    ({"currency": "ABC"}, E.CURRENCY, "Invalid currency"),
+    ({"zip": "!"}, E.ZIP, "Invalid zip"),
+    ({"level2_tax": "0.00"}, E.LEVEL2_TAX, "Invalid level2_tax"),
+    ({"level2_order_id": "x" * 18}, E.LEVEL2_FIELD, "Invalid level2_order_id"),
+    ({"level2_tax": "99.00"}, E.LEVEL2_FIELD, "Invalid level2_tax"),
+    ({"first_name": "x"}, E.VARIABLE, "Invalid first_name"),
+    ({"transaction_description": "x" * 256}, E.VARIABLE, "Invalid transaction_description"),
+    ({"balance": "-1"}, E.VARIABLE, "Invalid balance"),
+    ({"balance": "1.001"}, E.VARIABLE, "Invalid balance"),
+    ({"payment_type": "MAIL"}, E.PAYMENT_TYPE, "Invalid payment_type"),
+    ({"tender_type": "CASH"}, E.TENDER_TYPE, "Invalid tender_type"),
+    ({"transaction_type": "BUY"}, E.TRANSACTION_TYPE, "Invalid transaction_type"),
+    ({"response_format": "XML"}, E.RESPONSE_FORMAT, "Invalid response_format"),
+    ({"device_trans_id": "a b"}, E.DEVICE_TRANS_ID, "Invalid device_trans_id"),
+    ({"token_id": "12345"}, E.TOKEN_ID, "Invalid token_id"),
+    ({"card_number": None, "card_expiration": None, "bank_account_number": BANK_ACCOUNT,
+      "bank_routing_number": "011000016", "tender_type": "ACH", "level2_order_id": None}, E.ROUTING, "Invalid bank_routing_number"),
+    ({"card_number": None, "card_expiration": None, "bank_account_number": "12",
+      "bank_routing_number": ROUTING, "tender_type": "ACH", "level2_order_id": None}, E.BANK_ACCOUNT, "Invalid bank_account_number"),
+]
+
+
+def test_a_bad_variable_is_answered_as_the_original_does(gw):
+    base = {**gw.creds, "transaction_type": "SALE", "tender_type": "CARD", "card_number": VISA,
+            "card_expiration": "1230", "transaction_amount": "10.00", "level2_order_id": "A1"}
+    for variables, code, text in ORIGINAL_TEXTS:
+        body = {k: v for k, v in {**base, **variables}.items() if v is not None}
+        _, _, payload = gw.post(body)
+        assert (payload["error_code"], payload["error_message"], payload["error_msg"]) == (code, text, text), (
+            variables, payload)
+
+
+def test_description_and_balance_are_echoed_and_1_01_declines_in_the_sandbox(gw):
+    sale = gw.card(transaction_description="Store Purchase", balance="12.5")
+    assert sale["transaction_approved"] and sale["card_brand"] == "VISA" and sale["authorization_message"] == "APPROVED"
+    assert (sale["transaction_description"], sale["balance"]) == ("Store Purchase", 12.5)
+    plain = gw.card()
+    assert "transaction_description" not in plain and "balance" not in plain
+    stored = gw.report(transaction_id=sale["transaction_id"])["transaction"]
+    assert (stored["transaction_description"], stored["balance"], stored["card_brand"]) == ("Store Purchase", 12.5,
+                                                                                            "VISA")
+    auth = _authorize(gw, "20.00")
+    capture = gw.pay(transaction_type="CAPTURE", token_id=auth["transaction_id"], transaction_amount="5.00",
+                     transaction_description="Part 1")
+    assert capture["transaction_description"] == "Part 1" and capture["card_brand"] == "VISA"
+    # the certification sandbox's amount trigger: 1.01 declines (the original's; test suites rely on it)
+    declined = gw.card(transaction_amount="1.01")
+    assert (declined["transaction_approved"], declined["error_code"], declined["authorization_message"],
+            declined["error_message"]) == (False, E.DECLINED, "DECLINED", "DECLINED")
+    assert declined["transaction_id"] and declined["transaction_amount"] == 0
+    assert gw.card(transaction_amount="1.02")["transaction_approved"]
+
+
 def test_authentication_failures_are_one_uniform_error(platform, gw):
     good = {"transaction_type": "SALE", "tender_type": "CARD", "card_number": VISA, "card_expiration": "1230",
             "transaction_amount": "1.00"}
@@ -178,31 +239,113 @@ def test_authentication_failures_are_one_uniform_error(platform, gw):
                   {"account_id": gw.creds["account_id"], "api_accesskey": "é"}):
         status, _, body = gw.post({**good, **creds})
         answers.append((status, body))
-    assert all(a == (200, {"error": True, "error_code": 102, "error_message": "Authentication failed.",
-                           "error_msg": "Authentication failed.", "transaction_approved": False}) for a in answers)
-    assert gw.post({**good, "account_id": "12345"})[2]["error_code"] == E.ACCOUNT_ID
+    # issue 20: the original's text for an unknown account, answered for every cause alike
+    assert all(a == (200, {"error": True, "error_code": 102, "error_message": "Invalid account_id",
+                           "error_msg": "Invalid account_id", "transaction_approved": False}) for a in answers)
+    malformed = gw.post({**good, "account_id": "12345"})[2]
+    assert (malformed["error_code"], malformed["error_message"]) == (E.ACCOUNT_ID, "Invalid account_id")
     admin(platform, "PATCH", f"/admin/v1/accounts/{gw.creds['account_id']}", {"status": "disabled"})
     assert gw.post({**good, **gw.creds})[2]["error_code"] == 102
 
 
+def _digest(account_id: str, key: str, ts, *extra: str) -> str:
+    return hashlib.sha256(",".join([account_id, key, str(ts), *extra]).encode()).hexdigest()
+
+
 def test_hash_authentication(gw):
+    """Issue 20: the original's hash authentication, sent without api_accesskey (the key is KMS-wrapped)."""
     now = int(clock.now())
-    base = {"transaction_type": "SALE", "tender_type": "CARD", "card_number": VISA, "card_expiration": "1230",
-            "transaction_amount": "3.00"}
+    acct, key = gw.creds["account_id"], gw.creds["api_accesskey"]
+    base = {"account_id": acct, "transaction_type": "SALE", "tender_type": "CARD", "card_number": VISA,
+            "card_expiration": "1230", "transaction_amount": "3.00"}
 
-    def digest(ts, *extra):
-        return hashlib.sha256(",".join([gw.creds["account_id"], gw.creds["api_accesskey"], str(ts), *extra])
-                              .encode()).hexdigest()
+    def hashed(variables: dict, **auth):
+        status, _, body = gw.post({**base, **variables, **auth})
+        assert status == 200, body
+        return body
 
-    assert gw.pay(**base, timestamp=str(now), hash=digest(now))["transaction_approved"]
-    assert gw.pay(**base, timestamp=str(now), hash_key="transaction_amount",
-                  hash=digest(now, "3.00"))["transaction_approved"]
+    # without api_accesskey: plain, then with hash_key fields (their values appended in the order named)
+    assert hashed({}, timestamp=str(now), hash=_digest(acct, key, now))["transaction_approved"]
+    assert hashed({"transaction_description": "Order 7"}, timestamp=str(now),
+                  hash_key="transaction_amount,transaction_description",
+                  hash=_digest(acct, key, now, "3.00", "Order 7"))["transaction_approved"]
     # the hash binds the named value: another amount fails
-    assert gw.pay(**{**base, "transaction_amount": "300.00"}, timestamp=str(now), hash_key="transaction_amount",
-                  hash=digest(now, "3.00"))["error_code"] == 102
-    assert gw.pay(**base, timestamp=str(now - 901), hash=digest(now - 901))["error_code"] == 102
-    assert gw.pay(**base, timestamp=str(now), hash="0" * 64)["error_code"] == 102
-    assert gw.pay(**base, timestamp=str(now))["error_code"] == 102
+    assert hashed({"transaction_amount": "300.00"}, timestamp=str(now), hash_key="transaction_amount",
+                  hash=_digest(acct, key, now, "3.00"))["error_code"] == 102
+    # with api_accesskey too: both are checked
+    assert gw.pay(**base, timestamp=str(now), hash=_digest(acct, key, now))["transaction_approved"]
+    refusals = [
+        hashed({}, timestamp=str(now - 901), hash=_digest(acct, key, now - 901)),  # stale timestamp
+        hashed({}, timestamp=str(now + 901), hash=_digest(acct, key, now + 901)),  # from the future
+        hashed({}, timestamp=str(now), hash="0" * 64),  # wrong hash
+        hashed({}, timestamp=str(now), hash=_digest(acct, "0" * 32, now)),  # hashed with another key
+        hashed({}, timestamp=str(now)),  # no hash
+        hashed({}, hash=_digest(acct, key, now)),  # no timestamp
+        hashed({}, timestamp=str(now), hash_key="zip", hash=_digest(acct, key, now, "")),  # names an absent variable
+        hashed({"account_id": "999999999999"}, timestamp=str(now), hash=_digest("999999999999", key, now)),
+        gw.pay(**{**base, "api_accesskey": "0" * 32}, timestamp=str(now), hash=_digest(acct, key, now)),
+    ]
+    assert [(r["error_code"], r["error_message"]) for r in refusals] == [(102, "Invalid account_id")] * len(refusals)
+    assert not any("transaction_id" in r for r in refusals)
+    # the reporting interface takes the same hash authentication
+    report = call(gw.platform, "ReportingFunction", "POST", RSAPI,
+                  {"account_id": acct, "timestamp": str(now), "hash": _digest(acct, key, now)})
+    assert report[0] == 200 and report[2]["error"] is False, report
+    # an idempotent request authenticated by hash is fingerprinted with the account's key (no api_accesskey sent)
+    keyed = hashed({"idempotency_key": "hash-auth-1"}, timestamp=str(now), hash=_digest(acct, key, now))
+    again = hashed({"idempotency_key": "hash-auth-1"}, timestamp=str(now), hash=_digest(acct, key, now))
+    assert keyed["transaction_approved"] and again["transaction_id"] == keyed["transaction_id"]
+
+
+def _registry_item(account_id: str) -> dict:
+    return client("dynamodb").get_item(TableName=settings().registry_table,
+                                       Key={"pk": {"S": f"ACCOUNT#{account_id}"}, "sk": {"S": "PROFILE"}})["Item"]
+
+
+def test_legacy_hash_only_account_migrates_on_its_next_login(platform, gw):
+    """Issue 20: an account stored with only the key's SHA-256 (before the key was wrapped) keeps working with
+    api_accesskey, cannot use hash authentication, and gets the wrapped key on its next successful login."""
+    from vaultcore.gateway import accounts
+
+    acct, key = gw.creds["account_id"], gw.creds["api_accesskey"]
+    ddb = client("dynamodb")
+    ddb.update_item(TableName=settings().registry_table,
+                    Key={"pk": {"S": f"ACCOUNT#{acct}"}, "sk": {"S": "PROFILE"}},
+                    UpdateExpression="SET keyHash = :h REMOVE keyWrapped",
+                    ExpressionAttributeValues={":h": {"S": hashlib.sha256(key.encode()).hexdigest()}})
+    accounts._cache.invalidate(acct)
+    now = int(clock.now())
+    hashed = {"account_id": acct, "transaction_type": "SALE", "tender_type": "CARD", "card_number": VISA,
+              "card_expiration": "1230", "transaction_amount": "2.00", "timestamp": str(now),
+              "hash": _digest(acct, key, now)}
+    assert gw.post(hashed)[2]["error_code"] == 102  # the server cannot compute the hash yet
+    _, _, wrong = gw.post({**hashed, "api_accesskey": "0" * 32})
+    assert wrong["error_code"] == 102 and "keyWrapped" not in _registry_item(acct)  # no migration on a failure
+    assert gw.card()["transaction_approved"]  # plain login: hash compare, then the lazy migration
+    item = _registry_item(acct)
+    assert item["keyHash"]["S"] == "" and set(item["keyWrapped"]["M"]) == {"k", "n", "c"}
+    assert gw.post(hashed)[2]["transaction_approved"]  # now hash authentication works
+    assert gw.card()["transaction_approved"] and gw.card(api_accesskey="0" * 32)["error_code"] == 102
+
+
+def test_access_key_rotation_migrates_an_account_and_no_table_holds_a_key_in_clear(platform, gw):
+    acct, old = gw.creds["account_id"], gw.creds["api_accesskey"]
+    gw.card()
+    status, rotated = admin(platform, "POST", f"/admin/v1/accounts/{acct}/accesskey")
+    assert status == 200 and rotated["account_id"] == acct and len(rotated["api_accesskey"]) == 32
+    assert rotated["api_accesskey"] != old
+    assert admin(platform, "POST", "/admin/v1/accounts/000000000000/accesskey")[0] == 404
+    from vaultcore.gateway import accounts
+
+    accounts._cache.invalidate(acct)  # other containers: within the record cache lifetime
+    assert gw.card()["error_code"] == 102
+    gw.creds["api_accesskey"] = rotated["api_accesskey"]
+    assert gw.card()["transaction_approved"]
+    ddb = client("dynamodb")
+    for table in (settings().registry_table, settings().transactions_table, settings().idempotency_table):
+        text = json.dumps(ddb.scan(TableName=table)["Items"])
+        for secret in (old, rotated["api_accesskey"]):
+            assert secret not in text, table
 
 
 # ----------------------------------------------------------------------------------------------- capture
@@ -308,7 +451,7 @@ def test_detokenize_only_card_with_rule_4_twins(gw):
                                                 ("vault_token_first_name", "Grace")], store=False)
     body = gw.pay(transaction_type="SALE", tender_type="CARD", transaction_amount="9.99", bfid=made.bfid,
                   first_name="Plaintext", card_number=VISA, **made.values)
-    assert body["transaction_approved"] and body["card_brand"] == "MasterCard" and body["last4"] == "4444"
+    assert body["transaction_approved"] and body["card_brand"] == "MASTERCARD" and body["last4"] == "4444"
     assert body["first_name"] == "Grace" and body["card_expiration"] == "1129"
     # the Visa level 2 rule applies to the detokenized brand
     assert gw.pay(transaction_type="SALE", tender_type="CARD", transaction_amount="9.99", bfid=made.bfid,
@@ -411,7 +554,7 @@ def test_iframe_etoken_payment(gw):
     iframe = {"transaction_type": "SALE", "tender_type": "CARD", "custom_id": "checkout-42", "etoken": made.bfid,
               "transaction_amount": "12.00", "currency": "USD", "payment_type": "ECOMMERCE", "device_trans_id": "d-1"}
     body = gw.pay(**iframe)
-    assert body["transaction_approved"] and body["card_brand"] == "American Express" and body["last4"] == "0005"
+    assert body["transaction_approved"] and body["card_brand"] == "AMERICAN EXPRESS" and body["last4"] == "0005"
     assert body["custom_id"] == "checkout-42"
     stored = _bfid_and_tokens(gw, body["transaction_id"])
     assert stored["bfid"] == made.bfid and stored["custom_id"] == "checkout-42"
@@ -570,13 +713,14 @@ def test_account_management(platform, monkeypatch):
     assert len(acct["postback_secret"]) == 64
     assert acct["options"] == {"tokenization": True, "token_payments": False, "token_data_in_postback": False,
                                "token_data_in_rsapi": False, "fraud_scoring": False,
-                               "fraud_in_rsapi": False}  # issue 8
+                               "fraud_in_rsapi": False, "credit": False}  # issues 8, 20
     status, got = admin(platform, "GET", f"/admin/v1/accounts/{acct['account_id']}")
     assert status == 200 and "api_accesskey" not in got and "postback_secret" not in got
     item = client("dynamodb").get_item(TableName=settings().registry_table,
                                        Key={"pk": {"S": f"ACCOUNT#{acct['account_id']}"}, "sk": {"S": "PROFILE"}})["Item"]
     assert acct["api_accesskey"] not in json.dumps(item) and acct["postback_secret"] not in json.dumps(item)
-    assert item["keyHash"]["S"] == hashlib.sha256(acct["api_accesskey"].encode()).hexdigest()
+    # issue 20: the key is stored KMS-wrapped (hash authentication needs it), no longer as a hash
+    assert "keyHash" not in item and set(item["keyWrapped"]["M"]) == {"k", "n", "c"}
     status, patched = admin(platform, "PATCH", f"/admin/v1/accounts/{acct['account_id']}",
                             {"options": {"token_payments": True}, "postback_url": None})
     assert status == 200 and patched["options"]["token_payments"] and patched["options"]["tokenization"]

@@ -145,3 +145,133 @@ def test_partial_capture_and_verification(merchant):
     zero_sale = merchant.post(transaction_type="SALE", tender_type="CARD", card_number=VISA, card_expiration="1230",
                               transaction_amount="0.00")
     assert zero_sale["error_code"] == E.AMOUNT
+
+
+# ------------------------------------------------------------------------------------------------ STORE, CREDIT,
+# FORCE, SETTLE-BATCH, ACH lifecycle and RSAPI statuses
+@pytest.fixture
+def shop(platform) -> Merchant:
+    """An account with a tokenization partner (STORE keeps vault tokens) and credits on."""
+    status, partner = admin(platform, "POST", "/admin/v1/partners", {"name": "Lifecycle partner", "apiSecurity": "hmac"})
+    assert status == 201
+    status, account = admin(platform, "POST", "/admin/v1/accounts", {
+        "partnerId": partner["partnerId"], "options": {"tokenization": True, "credit": True}})
+    assert status == 201, account
+    m = Merchant.__new__(Merchant)
+    m.platform = platform
+    m.creds = {"account_id": account["account_id"], "api_accesskey": account["api_accesskey"]}
+    return m
+
+
+def _table_texts(platform) -> str:
+    import boto3
+
+    from vaultcore.settings import settings
+
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    return json.dumps([ddb.scan(TableName=t)["Items"] for t in (settings().transactions_table,
+                                                                 settings().tokens_table)])
+
+
+def test_store_then_pay_with_the_stored_card(shop):
+    stored = shop.post(transaction_type="STORE", card_number=VISA, card_expiration="1230")
+    assert stored["transaction_approved"] is True and stored["last4"] == "4242"
+    assert stored["transaction_type"] == "STORE" and stored["transaction_amount"] == 0.0
+    sale = shop.post(transaction_type="SALE", token_id=stored["transaction_id"], transaction_amount="15.00",
+                     reissue="true")
+    assert sale["transaction_approved"] is True and sale["last4"] == "4242" and sale["transaction_amount"] == 15.0
+    auth = shop.post(transaction_type="AUTHORIZATION", token_id=stored["transaction_id"], transaction_amount="3.00")
+    assert auth["transaction_approved"] is True
+    assert shop.post(transaction_type="SALE", token_id=sale["transaction_id"],
+                     transaction_amount="1.00")["error_code"] == E.STORED_NOT_FOUND
+    unreadable = shop.post(transaction_type="STORE", card_number="4242424242424241", card_expiration="1230")
+    assert unreadable["error_code"] == E.CARD_DATA_UNREADABLE and unreadable["error_message"] == "CARD DATA UNREADABLE"
+    bank = shop.post(transaction_type="STORE", bank_account_number="000123456789", bank_routing_number="011000015")
+    assert bank["transaction_approved"] is True and bank["tender_type"] == "ACH", bank
+    assert VISA not in _table_texts(shop.platform) and "000123456789" not in _table_texts(shop.platform)
+
+
+def test_store_needs_a_tokenization_partner(merchant):
+    refused = merchant.post(transaction_type="STORE", card_number=VISA, card_expiration="1230")
+    assert refused["error_code"] == E.NO_TOKENIZATION_PARTNER
+
+
+def test_credit_is_off_unless_enabled_and_limited(shop, merchant):
+    credit = shop.post(transaction_type="CREDIT", card_number=VISA, card_expiration="1230", transaction_amount="25.00")
+    assert credit["transaction_approved"] is True and credit["authorization_message"] == "CREDIT"
+    assert credit["transaction_type"] == "CREDIT"
+    off = merchant.post(transaction_type="CREDIT", tender_type="CARD", card_number=VISA, card_expiration="1230",
+                        transaction_amount="1.00")
+    assert off["error_code"] == E.CREDIT_OFF
+    too_big = shop.post(transaction_type="CREDIT", card_number=VISA, card_expiration="1230",
+                        transaction_amount="10000.01")
+    assert too_big["error_code"] == E.CREDIT_LIMIT
+
+
+def test_concurrent_credits_never_exceed_the_daily_limit(shop):
+    from vaultcore.gateway.service import CREDIT_DAILY_CENTS
+
+    each = CREDIT_DAILY_CENTS // 5 // 100  # five fit in a day
+    with ThreadPoolExecutor(8) as pool:
+        answers = list(pool.map(lambda _: shop.post(transaction_type="CREDIT", card_number=VISA, card_expiration="1230",
+                                                    transaction_amount=f"{each}.00"), range(8)))
+    assert sum(1 for a in answers if a.get("transaction_approved")) == 5
+    assert all(a["error_code"] == E.CREDIT_LIMIT for a in answers if not a.get("transaction_approved"))
+
+
+def test_force_posts_an_offline_authorization(merchant):
+    force = merchant.post(transaction_type="FORCE", card_number=VISA, card_expiration="1230",
+                          transaction_amount="42.00", authorization_code="ab12cd")
+    assert force["transaction_approved"] is True and force["authorization_code"] == "AB12CD"
+    assert force["transaction_type"] == "FORCE"
+    missing = merchant.post(transaction_type="FORCE", card_number=VISA, card_expiration="1230",
+                            transaction_amount="42.00")
+    assert missing["error_code"] == E.MISSING
+    assert merchant.refund(force["transaction_id"], "2.00")["authorization_message"] == "REFUND"
+
+
+def test_settle_batch_statuses_and_the_ach_lifecycle(merchant, platform):
+    sale = merchant.sale("10.00")
+    refunded = merchant.sale("10.00")
+    merchant.refund(refunded["transaction_id"], "3.00")
+    voided = merchant.sale("10.00")
+    merchant.refund(voided["transaction_id"], "10.00")
+    auth = merchant.sale("10.00", "AUTHORIZATION")
+    captured = merchant.sale("10.00", "AUTHORIZATION")
+    merchant.capture(captured["transaction_id"], "10.00")
+    ach = merchant.post(transaction_type="SALE", bank_account_number="000123456789", bank_routing_number="011000015",
+                        transaction_amount="50.00")
+    assert ach["transaction_approved"] is True and ach["authorization_message"] == "PENDING"
+    returned = merchant.post(transaction_type="SALE", bank_account_number="000000000001",
+                             bank_routing_number="011000015", transaction_amount="60.00")
+    declined = merchant.post(transaction_type="SALE", tender_type="CARD", card_number="4000000000000002",
+                             card_expiration="1230", transaction_amount="1.00")
+
+    def status(tx: dict) -> str:
+        return merchant.report(tx["transaction_id"])["status"]
+
+    assert [status(t) for t in (sale, refunded, voided, auth, captured, ach, declined)] == [
+        "APPROVED", "REFUNDED", "VOIDED", "APPROVED", "CAPTURED", "PENDING", "DECLINED"]
+    assert merchant.report(refunded["transaction_id"])["refunded_amount"] == 3.0
+    assert merchant.report(sale["transaction_id"])["batch_id"] == 1
+
+    settled = merchant.post(transaction_type="SETTLE-BATCH")
+    assert settled["transaction_approved"] is True and settled["authorization_message"] == "SETTLED"
+    assert settled["batch_id"] == 1
+    assert [status(t) for t in (sale, ach, returned)] == ["SETTLED", "SETTLED", "RETURNED"]
+    assert merchant.report(returned["transaction_id"])["ach_return_code"] == "R01"
+    # after settlement: a full refund is a refund, not a void; a sale cannot be reversed any more
+    refund = merchant.refund(sale["transaction_id"], "10.00")
+    assert refund["authorization_message"] == "REFUND"
+    later = merchant.sale("5.00")
+    assert merchant.report(later["transaction_id"])["batch_id"] == 2
+    status_code, _, batch = call(platform, "ReportingFunction", "POST", "/api/rsapi/v1/transactions",
+                                 {**merchant.creds, "batch_id": "2"})
+    assert {t["transaction_id"] for t in batch["transactions"]} == {later["transaction_id"], refund["transaction_id"]}
+    assert {t["status"] for t in batch["transactions"]} == {"APPROVED"}
+    status_code, _, first = call(platform, "ReportingFunction", "POST", "/api/rsapi/v1/transactions",
+                                 {**merchant.creds, "batch_id": "1", "limit": "100"})
+    assert sale["transaction_id"] in {t["transaction_id"] for t in first["transactions"]}
+    sale2 = merchant.sale("5.00")
+    merchant.post(transaction_type="SETTLE-BATCH")
+    assert merchant.reverse(sale2["transaction_id"])["error_code"] == E.NOT_REVERSIBLE

@@ -8,11 +8,14 @@ Registry item ``ACCOUNT#<account_id>`` / ``PROFILE``::
                     fraud_in_rsapi (issue 8: fraud fields in the reporting interface)}
     postbackUrl    https URL checked against the egress policy (CWE-918), or absent
     status         active | disabled
-    keyHash        SHA-256 hex of api_accesskey, the only form authentication uses (the key is 128 random bits:
-                   a fast hash suffices)
-    keyWrapped     api_accesskey KMS-wrapped, read only by the postback sender: the spec's postback ``hash`` is
-                   SHA-256 of ``account_id,api_accesskey,timestamp`` (public-facts), which needs the key itself.
-                   Same protection as the partners' HMAC keys (envelope encryption, DESIGN.md §4).
+    keyWrapped     api_accesskey KMS-wrapped (envelope encryption like the partners' HMAC keys, DESIGN.md §4;
+                   unwrapped keys cached per container by vaultcore.store.keys): authentication compares the key
+                   sent, or recomputes the original's hash authentication (which needs the key itself), and the
+                   postback sender signs the spec's postback ``hash`` with it
+    keyHash        legacy accounts only (issue 20): SHA-256 hex of api_accesskey, from before the key was
+                   wrapped. Such an account authenticates with ``api_accesskey`` (hash compare) and its first
+                   successful one writes ``keyWrapped`` and empties ``keyHash`` (lazy migration); the others are
+                   migrated by :func:`rotate_access_key` (``POST /admin/v1/accounts/{id}/accesskey``).
     postbackSecret the postback signing secret, KMS-wrapped (vaultcore.store.keys; context below)
 
 ``api_accesskey`` and ``postback_secret`` are returned once, at creation. The postback sender obtains the URL,
@@ -20,15 +23,19 @@ the access key and the secret with :func:`postback_target` (contexts ``{"purpose
 "account-postback", "accountId": <id>}``); the signing key is the UTF-8 bytes of the 64-hex-character secret
 the merchant received.
 
-Authentication (spec Authentication rule 2): ``account_id`` and ``api_accesskey`` in the request, the key's
-hash compared with :func:`hmac.compare_digest`; an unknown account is compared against a dummy hash so timing
-does not tell it apart. Every failure is the same ``error_code`` 102.
+Authentication (spec Authentication rule 2), two forms; every failure is the same ``error_code`` 102 with the
+same text (``Invalid account_id``), whatever the cause:
 
-Optional hash authentication (public-facts): ``hash`` = lowercase hex SHA-256 of ``account_id,api_accesskey,
-timestamp`` followed by the values of the variables named in ``hash_key`` (comma-separated), all joined by
-commas. Because the platform keeps only a hash of the access key, the key is still sent and verified; the hash
-then adds freshness (``timestamp`` within 15 minutes of server time, as the HMAC scheme) and binds the named
-values (for example ``transaction_amount``) to the key holder.
+* ``account_id`` and ``api_accesskey``: the key compared with the unwrapped one by :func:`hmac.compare_digest`;
+* the original's hash authentication (public-facts), **without** ``api_accesskey``: ``timestamp`` (unix seconds,
+  within 15 minutes of server time) and ``hash`` = lowercase hex SHA-256 of ``account_id,api_accesskey,timestamp``
+  followed by the values of the variables named in ``hash_key`` (comma-separated), all joined by commas; the
+  server recomputes it with the unwrapped key and compares in constant time. Sent with ``api_accesskey`` too, both
+  are checked.
+
+Timing does not tell an unknown account from a known one: a failure that made no table read makes a decoy read
+(issue 12), and an account id whose key is not unwrapped (unknown, legacy) costs one KMS Decrypt of a decoy
+envelope per container and cache lifetime, as a real account's first unwrap does (:func:`_even_kms`).
 
 Records are cached per container for ``RECORD_CACHE_SECONDS`` (60 s by default): an option or postback URL
 changed through the management API reaches every container within that bound.
@@ -60,13 +67,15 @@ __all__ = [
     "load_account",
     "authenticate",
     "expected_hash",
+    "access_key_of",
+    "rotate_access_key",
     "postback_secret_of",
     "postback_secret_context",
     "postback_target",
 ]
 
 OPTION_NAMES = ("tokenization", "token_payments", "token_data_in_postback", "token_data_in_rsapi", "fraud_scoring",
-                "fraud_in_rsapi")  # issue 8: the reporting interface returns fraud_score/_recommendation/_reasons
+                "fraud_in_rsapi", "credit")  # issue 20: CREDIT (unreferenced refunds), off unless enabled  # issue 8: the reporting interface returns fraud_score/_recommendation/_reasons
 HASH_WINDOW_SECONDS = 15 * 60
 _NEEDS_PARTNER = ("tokenization", "token_payments")
 _DUMMY_HASH = hashlib.sha256(b"no such account").hexdigest().encode()
@@ -84,6 +93,7 @@ class Account:
     status: str = "active"
     key_hash: str = ""
     created_at: int = 0
+    key_wrapped: dict[str, str] | None = None  # the KMS-wrapped access key (None: a legacy, hash-only account)
 
     def option(self, name: str) -> bool:
         return bool(self.options.get(name, False))
@@ -106,7 +116,8 @@ def _from_item(item: dict[str, Any]) -> Account:
     return Account(account_id=item["accountId"], partner_id=item.get("partnerId") or None,
                    options={k: bool(v) for k, v in (item.get("options") or {}).items()},
                    postback_url=item.get("postbackUrl") or None, status=item.get("status", "active"),
-                   key_hash=item.get("keyHash", ""), created_at=int(item.get("createdAt", 0)))
+                   key_hash=item.get("keyHash", ""), created_at=int(item.get("createdAt", 0)),
+                   key_wrapped=item.get("keyWrapped") or None)
 
 
 def postback_secret_context(account_id: str) -> dict[str, str]:
@@ -186,7 +197,6 @@ def create_account(body: dict[str, Any]) -> dict[str, Any]:
         account_id = numeric_id(12)
         item = {"pk": _pk(account_id), "sk": "PROFILE", "type": "gateway-account", "accountId": account_id,
                 "partnerId": partner_id, "options": options, "postbackUrl": postback_url, "status": "active",
-                "keyHash": _hash_key(api_accesskey),
                 "keyWrapped": wrap_secret(api_accesskey.encode("ascii"), _accesskey_context(account_id)),
                 "postbackSecret": wrap_secret(postback_secret.encode("ascii"), postback_secret_context(account_id)),
                 "createdAt": now, "updatedAt": now}
@@ -302,44 +312,135 @@ def _fail() -> GatewayError:
 
 
 def authenticate(variables: dict[str, str], *, now: float) -> Account:
-    """The account the request's credentials name; every failure is the same error 102."""
+    """The account the request's credentials name; every failure is the same error 102 ``Invalid account_id``."""
     account_id = variables.get("account_id")
     if account_id is None:
         raise GatewayError(E.MISSING, "account_id is required.")
     if len(account_id) != 12 or not (account_id.isascii() and account_id.isdigit()):
         raise GatewayError(E.ACCOUNT_ID)
     key = variables.get("api_accesskey")
-    if not key:
+    hashed = any(n in variables for n in ("hash", "timestamp", "hash_key"))
+    if not key and not hashed:
         raise GatewayError(E.MISSING, "api_accesskey is required.")
     account, fetched = lookup_account(account_id)
     try:
-        try:
-            presented = _hash_key(key).encode("ascii")
-        except UnicodeError as exc:  # pragma: no cover - sha256 hex is ASCII
-            raise _fail() from exc
-        stored = account.key_hash.encode("ascii") if account is not None else _DUMMY_HASH
-        if not hmac.compare_digest(presented, stored) or account is None or not account.active:
+        ok = True
+        if key:
+            ok = _key_matches(account, account_id, key)
+        if hashed:
+            ok = _hash_matches(account, account_id, key if ok else None, variables, now) and ok
+        if not ok or account is None or not account.active:
             raise _fail()
-        if "hash" in variables or "timestamp" in variables or "hash_key" in variables:
-            _check_hash(account_id, key, variables, now)
     except GatewayError:
         if not fetched:
             # Every 102 costs one table read: a wrong key on a cached account, an unknown id (whose lookup
             # read the table) and a bad hash cannot be told apart by their time (issue 12).
             registry.get(_DECOY_PK, "PROFILE")
         raise
+    if key and account.key_wrapped is None:
+        _migrate(account, key)
     return account
 
 
-def _check_hash(account_id: str, key: str, variables: dict[str, str], now: float) -> None:
+def access_key_of(account: Account, variables: dict[str, str]) -> str:
+    """The access key of an authenticated request (the idempotency fingerprint's key): the one sent, else the
+    account's unwrapped key (hash authentication; cached per container)."""
+    key = variables.get("api_accesskey")
+    if key:
+        return key
+    assert account.key_wrapped is not None  # hash authentication succeeded, so the key is wrapped
+    return unwrap_secret(account.key_wrapped, _accesskey_context(account.account_id)).decode("ascii")
+
+
+def _stored_key(account: Account | None, account_id: str) -> bytes | None:
+    """The account's access key (KMS-unwrapped, cached per container), or None after the same KMS cost."""
+    if account is not None and account.key_wrapped is not None:
+        return unwrap_secret(account.key_wrapped, _accesskey_context(account_id))
+    _even_kms(account_id)
+    return None
+
+
+def _key_matches(account: Account | None, account_id: str, key: str) -> bool:
+    presented = key.encode("utf-8", "replace")
+    stored = _stored_key(account, account_id)
+    if stored is not None:
+        return hmac.compare_digest(presented, stored)
+    # A legacy account (only the key's hash), or no account: compare against the hash or a dummy one.
+    legacy = account.key_hash.encode("ascii") if account is not None and account.key_hash else _DUMMY_HASH
+    return hmac.compare_digest(hashlib.sha256(presented).hexdigest().encode(), legacy) and legacy != _DUMMY_HASH
+
+
+def _hash_matches(account: Account | None, account_id: str, verified_key: str | None, variables: dict[str, str],
+                  now: float) -> bool:
+    """The original's hash authentication; ``verified_key`` is the access key sent and already checked."""
     sent, timestamp = variables.get("hash", ""), variables.get("timestamp", "")
-    if len(sent) != 64 or not timestamp.isascii() or not timestamp.isdigit() or len(timestamp) > 12:
-        raise _fail()
-    if abs(now - int(timestamp)) > HASH_WINDOW_SECONDS:
-        raise _fail()
     names = [n for n in variables.get("hash_key", "").split(",") if n]
-    if len(names) > 20 or any(n not in variables or n in ("hash", "hash_key", "api_accesskey") for n in names):
-        raise _fail()
-    want = expected_hash(account_id, key, timestamp, [variables[n] for n in names])
-    if not hmac.compare_digest(sent.encode("ascii", "replace"), want.encode("ascii")):
-        raise _fail()
+    well_formed = (len(sent) == 64 and timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 12
+                   and len(names) <= 20
+                   and not any(n not in variables or n in ("hash", "hash_key", "api_accesskey") for n in names))
+    fresh = well_formed and abs(now - int(timestamp)) <= HASH_WINDOW_SECONDS
+    if verified_key is not None:
+        secret = verified_key
+    else:
+        stored = _stored_key(account, account_id)
+        secret = stored.decode("ascii", "replace") if stored is not None else "\x00no key"
+    want = expected_hash(account_id, secret, timestamp, [variables.get(n, "") for n in names])
+    return hmac.compare_digest(sent.encode("ascii", "replace"), want.encode("ascii")) and fresh
+
+
+# One KMS Decrypt per account id with no wrapped key, per container and key-cache lifetime: what a real
+# account's first unwrap costs (vaultcore.store.keys caches unwrapped keys for the same lifetime).
+_kms_evened: ContainerCache[bool] = ContainerCache("key_cache_seconds", max_items=4096)
+_decoy_envelope: dict[str, str] = {}
+_DECOY_CONTEXT = {"purpose": "account-accesskey", "accountId": "decoy"}
+
+
+def _even_kms(account_id: str) -> None:
+    if _kms_evened.get(account_id):
+        return
+    import base64
+
+    from vaultcore.settings import settings
+    from vaultcore.store.aws import client
+    from vaultcore.store.ddb import aws_errors
+
+    if not _decoy_envelope:
+        _decoy_envelope.update(wrap_secret(secrets.token_bytes(16), _DECOY_CONTEXT))
+    with aws_errors("key unwrapping"):  # a KMS failure answers as a real account's unwrap would (error 1)
+        client("kms").decrypt(CiphertextBlob=base64.b64decode(_decoy_envelope["k"]), EncryptionContext=_DECOY_CONTEXT,
+                              KeyId=settings().kms_key_id)
+    _kms_evened.put(account_id, True)
+
+
+def _migrate(account: Account, key: str) -> None:
+    """Lazy migration of a legacy (hash-only) account after a successful login: wrap the key, drop the hash.
+
+    Best effort: the login succeeds whatever happens here; a failed write is retried at the next login. The
+    condition on the old hash keeps a concurrent :func:`rotate_access_key` from being overwritten."""
+    from vaultcore.errors import VaultError
+    from vaultcore.logs import get_logger
+
+    try:
+        registry.update_fields(_pk(account.account_id), "PROFILE",
+                               {"keyWrapped": wrap_secret(key.encode("ascii"), _accesskey_context(account.account_id)),
+                                "keyHash": "", "updatedAt": int(clock.now())},
+                               expected={"keyHash": account.key_hash})
+    except (registry.ConditionFailed, VaultError, UnicodeError):
+        get_logger("gateway").warning("access key migration deferred", extra={"account_id": account.account_id})
+        return
+    _cache.invalidate(account.account_id)
+
+
+def rotate_access_key(account_id: str) -> dict[str, str]:
+    """Issue a new access key (shown once), stored KMS-wrapped; the old key (wrapped or a legacy hash) stops
+    working within ``RECORD_CACHE_SECONDS``. The migration of legacy accounts that never log in with their key."""
+    get_account(account_id)  # 404 when unknown
+    api_accesskey = secrets.token_hex(16)
+    try:
+        registry.update_fields(_pk(account_id), "PROFILE", {
+            "keyWrapped": wrap_secret(api_accesskey.encode("ascii"), _accesskey_context(account_id)),
+            "keyHash": "", "updatedAt": int(clock.now())})
+    except registry.ConditionFailed as exc:
+        raise NotFound("Account not found.") from exc
+    _cache.invalidate(account_id)
+    return {"account_id": account_id, "api_accesskey": api_accesskey}

@@ -11,15 +11,18 @@ original answers such failures with HTTP 200 and so do we, with two documented e
 Declines are transaction responses too: they carry a ``transaction_id``, ``transaction_approved`` false,
 ``error`` true and a 5xx code of the table below, and they are recorded and reported like approvals.
 
-Messages name the variable and the rule broken, never a value (they are returned and logged; PCI DSS 3.3,
-10.2).
+ERROR_MESSAGES name the variable and the rule broken (the documentation of each code), never a value (PCI DSS
+3.3, 10.2); the ``error_message`` answered for a bad variable is the original's ``Invalid <variable>`` (see
+:func:`client_text`).
 """
 
 from __future__ import annotations
 
+import re
+
 from vaultcore.errors import VaultError
 
-__all__ = ["GatewayError", "ERROR_MESSAGES", "E"]
+__all__ = ["GatewayError", "ERROR_MESSAGES", "E", "FIELD_CODES", "CARD_NUMBER_TEXT", "client_text"]
 
 
 class E:
@@ -59,6 +62,7 @@ class E:
     IDEMPOTENCY_KEY = 221
     ACH_TYPE = 222
     CARD_DATA_UNREADABLE = 223  # issue 20: tracks, a P2PE payload or a stored card number that cannot be read
+    AUTHORIZATION_CODE = 224  # issue 20: FORCE needs the offline authorization's code
     DEVICE_NOT_REGISTERED = 225  # issue 20 (card-present): P2PE reader not usable by this account
     # 3xx: token payments and auto-tokenization
     TOKEN_PAYMENTS_OFF = 300
@@ -82,6 +86,10 @@ class E:
     NOT_REFUNDABLE = 411
     ALREADY_REVERSED = 412
     NOT_REVERSIBLE = 413
+    # 42x: credits and stored cards (issue 20)
+    CREDIT_OFF = 420
+    CREDIT_LIMIT = 421
+    STORED_NOT_FOUND = 422
     # 5xx: declines and processor outcomes (transaction responses with a transaction_id)
     DECLINED = 500
     DECLINED_EXPIRED = 501
@@ -100,6 +108,7 @@ class E:
     REPORT_PAGE_TOKEN = 803
     REPORT_FIELD = 804
     REPORT_LIMIT = 805
+    REPORT_BATCH = 806
 
 
 #: Default message of every code (the README's error_code table is this dict).
@@ -109,7 +118,8 @@ ERROR_MESSAGES: dict[int, str] = {
     E.ACCOUNT_ID: "account_id is missing or not 12 digits.",
     E.AUTHENTICATION: "Authentication failed.",
     E.RESPONSE_FORMAT: "response_format must be JSON.",
-    E.TRANSACTION_TYPE: "transaction_type must be SALE, AUTHORIZATION, CAPTURE, REFUND or REVERSAL.",
+    E.TRANSACTION_TYPE: "transaction_type must be SALE, AUTHORIZATION, CAPTURE, REFUND, REVERSAL, CREDIT, STORE, "
+                        "FORCE or SETTLE-BATCH.",
     E.TENDER_TYPE: "tender_type must be CARD, ACH or APay.",
     E.DUPLICATE_VARIABLE: "A variable appears more than once.",
     E.MISSING: "A required variable is missing.",
@@ -138,6 +148,7 @@ ERROR_MESSAGES: dict[int, str] = {
     E.IDEMPOTENCY_KEY: "The idempotency key must be 1 to 255 printable ASCII characters.",
     E.ACH_TYPE: "ACH supports SALE only, with bank_account_type CHECKING or SAVINGS.",
     E.CARD_DATA_UNREADABLE: "CARD DATA UNREADABLE",
+    E.AUTHORIZATION_CODE: "authorization_code must be the 6 letters or digits of the offline authorization (FORCE).",
     E.DEVICE_NOT_REGISTERED: "The card reader is not registered to this account's partner, or is not active.",  # issue 20
     E.TOKEN_PAYMENTS_OFF: "Token payments are not enabled for this account.",
     E.NO_TOKENIZATION_PARTNER: "The account has no tokenization partner.",
@@ -159,6 +170,9 @@ ERROR_MESSAGES: dict[int, str] = {
     E.NOT_REFUNDABLE: "token_id does not name an approved SALE or CAPTURE that can be refunded (it was reversed, or "
                       "is another type).",
     E.ALREADY_REVERSED: "TRANSACTION ID ALREADY REVERSED",
+    E.CREDIT_OFF: "Credits (unreferenced refunds) are not enabled for this account.",
+    E.CREDIT_LIMIT: "The credit exceeds the account's credit limit (per credit, or per day).",
+    E.STORED_NOT_FOUND: "token_id does not name a stored card or bank account (a STORE) of this account.",
     E.NOT_REVERSIBLE: "token_id does not name a transaction that can be reversed: an approved AUTHORIZATION not yet "
                       "captured, or an approved SALE not yet settled or refunded (refund it instead).",
     E.DECLINED: "DECLINED",
@@ -175,6 +189,7 @@ ERROR_MESSAGES: dict[int, str] = {
     E.REPORT_PAGE_TOKEN: "next_token is not valid.",
     E.REPORT_FIELD: "include_fields names an unknown field.",
     E.REPORT_LIMIT: "limit must be an integer from 1 to 100.",
+    E.REPORT_BATCH: "batch_id must name a batch of this account (1 to the open batch), without start_date or end_date.",
 }
 
 # Issue 8: the wallet (701-719) and fraud scoring (720-721) codes live with their module; one table here.
@@ -184,6 +199,43 @@ ERROR_MESSAGES.update(WALLET_ERROR_MESSAGES)
 
 _STATUS = {E.INTERNAL: 500, E.IDEMPOTENCY_IN_PROGRESS: 409}
 
+# Issue 20 (item 11): the ``error_message`` texts clients of the original compare against. A bad variable is
+# answered ``Invalid <variable>`` (the original's ``Invalid bank_routing_number``, ``Invalid token_id``: ActiveMerchant's
+# PayConex fixtures, test/unit/gateways/pay_conex_test.rb) and a card number that is not 13-19 digits or fails the
+# Luhn check ``INVALID CARD NUMBER``. The codes stay the project's; the rule broken is documented per code (README
+# "Gateway error codes", ERROR_MESSAGES above), never put in the text. Every authentication failure (unknown or
+# disabled account, wrong access key, hash or timestamp: 102) answers the same ``Invalid account_id``, the
+# original's answer for an unknown account, so the text tells nothing more than the code does.
+CARD_NUMBER_TEXT = "INVALID CARD NUMBER"
+#: code -> the variable its ``Invalid <variable>`` names (None: the variable the call site names, else _SOME).
+FIELD_CODES: dict[int, str | None] = {
+    E.ACCOUNT_ID: "account_id", E.AUTHENTICATION: "account_id", E.RESPONSE_FORMAT: "response_format",
+    E.TRANSACTION_TYPE: "transaction_type", E.TENDER_TYPE: "tender_type", E.CARD_EXPIRATION: "card_expiration",
+    E.CARD_EXPIRED: "card_expiration", E.CARD_VERIFICATION: "card_verification", E.AMOUNT: "transaction_amount",
+    E.CURRENCY: "currency", E.ZIP: "zip", E.BANK_ACCOUNT: "bank_account_number", E.ROUTING: "bank_routing_number",
+    E.LEVEL2_FIELD: None, E.LEVEL2_TAX: "level2_tax", E.REISSUE: "reissue", E.TOKEN_PARAMETER: None,
+    E.DEVICE_TRANS_ID: "device_trans_id", E.IFRAME_FIELD: None, E.TOKEN_ID: "token_id", E.VARIABLE: None,
+    E.PAYMENT_TYPE: "payment_type",
+}
+#: What a multi-variable code names when its call site names no variable.
+_SOME = {E.LEVEL2_FIELD: "level2 data", E.TOKEN_PARAMETER: "token parameter", E.IFRAME_FIELD: "custom_id or etoken",
+         E.VARIABLE: "variable"}
+_LEADING_NAME = re.compile(r"([a-z][a-z0-9]*_[a-z0-9_]*|zip|currency|reissue|balance|hash|timestamp|email|phone)\b")
+
+
+def client_text(code: int, message: str | None = None) -> str:
+    """The ``error_message`` of ``code``: ``Invalid <variable>`` / ``INVALID CARD NUMBER`` for a bad variable
+    (the variable named first in ``message`` for codes that cover several), else ``message`` or the default."""
+    if code in (E.CARD_NUMBER, E.CARD_LUHN):
+        return CARD_NUMBER_TEXT
+    if code in FIELD_CODES:
+        name = FIELD_CODES[code]
+        if name is None:
+            found = _LEADING_NAME.match(message or "")
+            name = found.group(1) if found else _SOME[code]
+        return f"Invalid {name}"
+    return message or ERROR_MESSAGES.get(code, "Error.")
+
 
 class GatewayError(VaultError):
     """A gateway failure with a documented ``error_code``; mapped once by :mod:`vaultcore.api.responses`."""
@@ -192,4 +244,5 @@ class GatewayError(VaultError):
     status = 200
 
     def __init__(self, code: int, message: str | None = None) -> None:
-        super().__init__(message or ERROR_MESSAGES.get(code, "Error."), code=code, status=_STATUS.get(code, 200))
+        # The rule a call site names stays out of the text clients compare (issue 20): see client_text.
+        super().__init__(client_text(code, message), code=code, status=_STATUS.get(code, 200))

@@ -16,6 +16,15 @@ Stripe-style numbers that peers use, plus the original gateway's public test car
 | 4000000000000101 | declined: CVC check fails (when a CVV is sent; approved without one) | 505 | from the data sent | N |
 | any other valid card | approved | 0 | from the data sent | M / P |
 
+Amount trigger (certification sandbox only, ``settings().is_cert``): a card ``transaction_amount`` of exactly
+``1.01`` declines with 500 ``DECLINED``, whatever the card, as the original's certification environment does
+(its declined-purchase answers for 1.01 in ActiveMerchant's PayConex fixtures,
+``test/unit/gateways/pay_conex_test.rb``); integrators' test suites rely on it. ACH is not affected.
+
+``card_brand`` is sent in capitals, as the original sends it (``"card_brand":"VISA"`` in the same fixtures):
+:data:`GATEWAY_BRANDS`, the brand names of :mod:`vaultcore.cards.brand` upper-cased (``VISA``, ``MASTERCARD``,
+``AMERICAN EXPRESS``, ``DISCOVER``, ``JCB``, ``DINERS CLUB``, ``UNKNOWN``).
+
 AVS codes (the standard single letters): ``Y`` street and zip match, ``Z`` zip only sent/matched, ``A`` street
 only, ``N`` neither matches (the AVS trigger), absent when neither street nor zip was sent. CVV2 codes
 (public-facts): ``M`` match, ``N`` no match, ``P`` not processed (no CVV sent).
@@ -34,7 +43,7 @@ import string
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from vaultcore.cards.brand import detect_brand
+from vaultcore.cards.brand import BRANDS, detect_brand
 from vaultcore.ids import numeric_id
 
 __all__ = [
@@ -43,6 +52,9 @@ __all__ = [
     "Outcome",
     "TRIGGERS",
     "TEST_CARD",
+    "AMOUNT_TRIGGERS",
+    "GATEWAY_BRANDS",
+    "gateway_brand",
     "authorize_card",
     "debit_ach",
     "new_transaction_id",
@@ -64,7 +76,18 @@ TRIGGERS: dict[str, tuple[bool, int, str]] = {
     "4000000000000101": (False, 505, "cvc_check_failure"),
 }
 
+#: transaction_amount in cents -> outcome, in the certification sandbox only (cards; 1.01 declines).
+AMOUNT_TRIGGERS: dict[int, tuple[bool, int, str]] = {101: (False, 500, "generic_decline")}
+
+#: ``card_brand`` of gateway responses: the original's capitals.
+GATEWAY_BRANDS: tuple[str, ...] = tuple(b.upper() for b in BRANDS)
+
 _AUTH_ALPHABET = string.ascii_uppercase + string.digits
+
+
+def gateway_brand(name: str | None) -> str | None:
+    """The ``card_brand`` a response carries: ``"Visa" -> "VISA"`` (also for records stored before capitals)."""
+    return name.upper() if isinstance(name, str) else name
 
 
 @dataclass(frozen=True)
@@ -139,8 +162,10 @@ def _cvv2(payment: CardPayment, trigger: str) -> str:
 
 def authorize_card(payment: CardPayment) -> Outcome:
     """Authorize (SALE or AUTHORIZATION) a card payment that already passed the gateway's validation."""
-    brand = detect_brand(payment.pan)
+    brand = gateway_brand(detect_brand(payment.pan))
     approved, code, trigger = TRIGGERS.get(payment.pan, (True, 0, "approve"))
+    if approved and payment.amount_cents in AMOUNT_TRIGGERS and _certification():
+        approved, code, trigger = AMOUNT_TRIGGERS[payment.amount_cents]
     if trigger == "processing_error":
         return Outcome(False, code, None, "ERROR", brand, None, None)
     cvv2 = _cvv2(payment, trigger)
@@ -151,6 +176,22 @@ def authorize_card(payment: CardPayment) -> Outcome:
     return Outcome(False, code, None, "DECLINED", brand, _avs(payment, trigger), cvv2)
 
 
+def _certification() -> bool:
+    from vaultcore.settings import settings
+
+    return settings().is_cert
+
+
 def debit_ach(payment: AchPayment) -> Outcome:
     """Accept an ACH debit (the sandbox approves every valid one)."""
     return Outcome(True, 0, new_authorization_code(), "APPROVED", None, None, None)
+
+
+# --- issue 20: the sandbox bank's ACH returns ------------------------------------------------------------------
+#: Bank account numbers whose debits the sandbox bank returns when their batch settles (NACHA return codes:
+#: R01 insufficient funds, R02 account closed, R03 no account). README "ACH lifecycle".
+ACH_RETURN_TRIGGERS = {"000000000001": "R01", "000000000002": "R02", "000000000003": "R03"}
+
+
+def ach_return_code(bank_account_number: str) -> str | None:
+    return ACH_RETURN_TRIGGERS.get(bank_account_number)

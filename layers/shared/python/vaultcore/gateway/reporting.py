@@ -30,7 +30,8 @@ from typing import Any
 
 from vaultcore import clock
 from vaultcore.api.http import Request, Response, json_response
-from vaultcore.gateway import accounts, store
+from vaultcore.gateway import accounts, batches, store
+from vaultcore.gateway.batches import Batches, status_of
 from vaultcore.gateway.errors import E, GatewayError
 from vaultcore.gateway.processor import transaction_timestamp
 from vaultcore.gateway.service import RESPONSE_FIELDS, response_from_item
@@ -47,12 +48,22 @@ _EXTRA_FIELDS = ("account_id", "payment_type", "device_trans_id", "reissue", *LE
 _INCLUDABLE = frozenset({*TOKEN_REPORT_FIELDS, *(n for n, _ in RESPONSE_FIELDS), *_EXTRA_FIELDS,
                          *FRAUD_FIELDS})  # issue 8: fraud_score, fraud_recommendation, fraud_reasons
 _KNOWN = frozenset({"account_id", "api_accesskey", "hash", "timestamp", "hash_key", "transaction_id",
-                    "start_date", "end_date", "limit", "next_token", "include_fields", "response_format"})
+                    "start_date", "end_date", "limit", "next_token", "include_fields", "response_format",
+                    "batch_id"})
 _DATE = re.compile(r"([0-9]{4})-([0-9]{2})-([0-9]{2})(?: ([0-9]{2}):([0-9]{2}):([0-9]{2}))?")
 
 
-def record_of(item: dict[str, Any], token_fields: set[str]) -> dict[str, Any]:
+def record_of(item: dict[str, Any], token_fields: set[str], account_batches: Batches | None = None
+              ) -> dict[str, Any]:
     record = response_from_item(item)
+    if account_batches is not None:  # issue 20: the lifecycle status and the settlement batch
+        record["status"] = status_of(item, account_batches)
+        if item.get("transaction_type") != "SETTLE-BATCH":
+            record["batch_id"] = account_batches.batch_of(int(item.get("created_at") or 0))
+        if int(item.get("refunded_cents") or 0):
+            record["refunded_amount"] = round(int(item["refunded_cents"]) / 100, 2)
+        if item.get("ach_returned_at"):
+            record["ach_return_code"] = item.get("ach_return_code")
     for name in _EXTRA_FIELDS:
         if item.get(name) is not None:
             value = item[name]
@@ -96,18 +107,27 @@ def rsapi(request: Request) -> Response:
     fields = _token_fields(account, variables.get("include_fields"))
     ok = {"error": False, "error_code": 0, "error_message": None, "error_msg": None}
     tid = variables.get("transaction_id")
+    account_batches = batches.load(account.account_id)
     if tid is not None:
         if not re.fullmatch(r"[0-9]{12}", tid):
             raise GatewayError(E.REPORT_NOT_FOUND)
         item = store.get_transaction(account.account_id, tid, consistent=True)
         if item is None:
             raise GatewayError(E.REPORT_NOT_FOUND)
-        return json_response(200, {**ok, "transaction": record_of(item, fields)})
+        return json_response(200, {**ok, "transaction": record_of(item, fields, account_batches)})
 
-    end = _parse_date(variables["end_date"], end=True) if "end_date" in variables else int(now)
-    start = _parse_date(variables["start_date"], end=False) if "start_date" in variables else end - 24 * 3600
-    if start > end or end - start > MAX_RANGE_SECONDS:
-        raise GatewayError(E.REPORT_DATE_RANGE)
+    if "batch_id" in variables:
+        # The transactions of one batch: its span of creation times (the open batch: up to now)
+        text = variables["batch_id"]
+        span = account_batches.span(int(text)) if re.fullmatch(r"[1-9][0-9]{0,6}", text) else None
+        if span is None or "start_date" in variables or "end_date" in variables:
+            raise GatewayError(E.REPORT_BATCH)
+        start, end = span[0], min(span[1], int(now))
+    else:
+        end = _parse_date(variables["end_date"], end=True) if "end_date" in variables else int(now)
+        start = _parse_date(variables["start_date"], end=False) if "start_date" in variables else end - 24 * 3600
+        if start > end or end - start > MAX_RANGE_SECONDS:
+            raise GatewayError(E.REPORT_DATE_RANGE)
     limit_text = variables.get("limit", str(DEFAULT_LIMIT))
     if not re.fullmatch(r"[0-9]{1,3}", limit_text) or not 1 <= int(limit_text) <= 100:
         raise GatewayError(E.REPORT_LIMIT)
@@ -117,6 +137,6 @@ def rsapi(request: Request) -> Response:
         if start_key is None:
             raise GatewayError(E.REPORT_PAGE_TOKEN)
     items, last = store.list_transactions(account.account_id, start, end, int(limit_text), start_key)
-    records = [record_of(i, fields) for i in items]
+    records = [record_of(i, fields, account_batches) for i in items]
     return json_response(200, {**ok, "transactions": records, "count": len(records),
                                "next_token": store.encode_page_token(last, start, end) if last else None})

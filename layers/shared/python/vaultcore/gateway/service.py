@@ -48,14 +48,17 @@ authorized amount, by the same account.
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import time
 import uuid
+from decimal import Decimal
 from typing import Any
 
 from vaultcore import clock, metrics
 from vaultcore.api.http import Request, Response, json_response
 from vaultcore.errors import VaultError
-from vaultcore.gateway import accounts, idempotency, postbacks, processor, store
+from vaultcore.gateway import accounts, batches, idempotency, postbacks, processor, store
 from vaultcore.gateway.errors import ERROR_MESSAGES, E, GatewayError
 from vaultcore.gateway.validation import (
     LEVEL2_FIELDS,
@@ -82,9 +85,10 @@ RESPONSE_FIELDS: tuple[tuple[str, bool], ...] = (
     ("transaction_type", True), ("last4", True), ("card_expiration", True), ("authorization_code", True),
     ("authorization_message", True), ("request_amount", True), ("transaction_amount", True),
     ("first_name", False), ("last_name", False), ("keyed", True), ("swiped", True), ("entry_mode", True),
-    ("transaction_approved", True), ("avs_response", False), ("cvv2_response", False), ("currency", True),
-    ("custom_id", False), ("token_id", False), ("error", True), ("error_code", True), ("error_message", True),
-    ("error_msg", True),
+    ("transaction_approved", True), ("avs_response", False), ("cvv2_response", False),
+    ("transaction_description", False), ("balance", False), ("currency", True),
+    ("custom_id", False), ("token_id", False), ("batch_id", False), ("error", True), ("error_code", True),
+    ("error_message", True), ("error_msg", True),
 )
 _CLEAR_NAMES = frozenset(TOKEN_TWINS.values())  # card_number, card_expiration, ... zip
 _log = get_logger("gateway")
@@ -97,9 +101,21 @@ def response_from_item(item: dict[str, Any]) -> dict[str, Any]:
     for name, always in RESPONSE_FIELDS:
         if name in ("request_amount", "transaction_amount"):
             out[name] = round(int(item.get(name.replace("amount", "cents"), 0)) / 100, 2)
+        elif name == "balance":  # issue 20: echoed when sent, a number like the amounts
+            if item.get("balance_cents") is not None:
+                out[name] = round(int(item["balance_cents"]) / 100, 2)
+        elif name == "card_brand":  # the original's capitals, also for records stored before them (issue 20)
+            out[name] = processor.gateway_brand(item.get(name))
         elif always or item.get(name) is not None:
             out[name] = item.get(name)
     return out
+
+
+def _echoed(req: GatewayRequest) -> dict[str, Any]:
+    """Issue 20: ``transaction_description`` and ``balance`` of the request, stored and answered as sent."""
+    balance = req.get("balance")
+    return {"transaction_description": req.get("transaction_description"),
+            "balance_cents": None if balance is None else int(Decimal(balance) * 100)}
 
 
 def _error_text(code: int) -> str | None:
@@ -139,16 +155,25 @@ def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[in
     payment: PaymentData | None = None
     if req.source in ("card", "ach"):
         payment = _plain_payment(req)
-        check_payment(payment, req, now=now)
+        try:
+            check_payment(payment, req, now=now)
+        except GatewayError as exc:
+            if req.transaction_type == "STORE" and exc.code == E.CARD_LUHN:
+                raise GatewayError(E.CARD_DATA_UNREADABLE) from None  # a card number that cannot be stored
+            raise
     elif req.source in ("token", "iframe"):
         _check_token_access(account, req)
+    elif req.source == "stored" and not account.partner_id:
+        raise GatewayError(E.NO_TOKENIZATION_PARTNER)
+    _check_type_allowed(account, req)
 
     transaction_id = processor.new_transaction_id()
     writer = uuid.uuid4().hex  # this request's identity on every conditional write it makes
     claim: idempotency.Claim | None = None
     if key is not None:
         claim = idempotency.claim(account.account_id, key, idempotency.fingerprint(req.values,
-                                                                                  variables["api_accesskey"]),
+                                                                                  accounts.access_key_of(account,
+                                                                                                         variables)),
                                   transaction_id, int(now))
         replay = _claim_outcome(claim, account, req)
         if replay is not None:
@@ -160,6 +185,10 @@ def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[in
             response, item, message = _refund(account, req, transaction_id, writer, int(now))
         elif req.source == "reversal":
             response, item, message = _reversal(account, req, transaction_id, writer, int(now))
+        elif req.source == "settle":
+            response, item, message = _settle_batch(account, req, transaction_id, writer, int(now))
+        elif req.transaction_type == "STORE":
+            response, item, payment, message = _store(account, req, payment, transaction_id, writer, now)
         else:
             response, item, payment, message = _pay(account, req, payment, transaction_id, writer, now)
     except OutcomeUnknown:
@@ -396,6 +425,9 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
     elif req.source == "iframe":
         payment, token_info, token_source = _resolve_etoken(account, req)
         check_payment(payment, req, now=now)
+    elif req.source == "stored":
+        payment, token_info, token_source = _resolve_stored(account, req)
+        check_payment(payment, req, now=now)
     # --- issue 20 (card-present): card_tracks or a P2PE reader payload -> card values, in memory only ---
     present_fields: dict[str, Any] = {}
     if req.source in ("swiped", "p2pe"):
@@ -422,7 +454,14 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
         token_source = "auto"
 
     amount = req.amount_cents
-    if payment.kind == "CARD":
+    if req.transaction_type == "CREDIT":
+        _take_credit_allowance(account, transaction_id, amount, now)
+    if req.transaction_type == "FORCE":
+        # An offline authorization the merchant obtained by voice: recorded, not sent to the processor.
+        outcome = processor.Outcome(True, 0, req.values["authorization_code"], "APPROVED",
+                                    payment.brand, None, None)
+        last4 = payment.values["card_number"][-4:]
+    elif payment.kind == "CARD":
         outcome = processor.authorize_card(processor.CardPayment(
             pan=payment.values["card_number"], expiration=payment.values["card_expiration"],
             cvv=payment.get("card_verification"), zip=payment.get("zip"), street=payment.get("street_address1"),
@@ -433,6 +472,10 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
             account_number=payment.values["bank_account_number"],
             routing_number=payment.values["bank_routing_number"], amount_cents=amount, currency=req.currency))
         last4 = payment.values["bank_account_number"][-4:]
+        if outcome.approved:  # an ACH debit is pending until its batch settles (issue 20)
+            outcome = dataclasses.replace(outcome, authorization_message="PENDING")
+    if req.transaction_type == "CREDIT" and outcome.approved:
+        outcome = dataclasses.replace(outcome, authorization_message="CREDIT")
     # --- issue 8 (fraud scoring): account option fraud_scoring + device_trans_id; reject declines (720) ---
     outcome, fraud_fields = gateway_hooks.fraud_screen(account, req.get("device_trans_id"),
                                                        payment.values.get("card_number"), outcome)
@@ -458,6 +501,7 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
         **{k: req.values[k] for k in LEVEL2_FIELDS if k in req.values},
         **token_info,
         **wallet_fields, **fraud_fields,  # issue 8: tender_type APay, entry_mode wallet, ECI; fraud score
+        **_echoed(req),  # issue 20
     }
     # --- issue 20 (card-present): keyed / swiped / entry_mode of the read ---
     item.update(present_fields)
@@ -469,10 +513,19 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
         if outcome.approved:
             item["authorized_cents"] = amount
             item["auth_expires_at"] = created + AUTHORIZATION_LIFETIME_SECONDS
-    elif outcome.approved:
-        item["refundable_cents"] = amount  # a SALE: what refunds may still take (store.refund_transaction)
+    elif outcome.approved and req.transaction_type in ("SALE", "FORCE"):
+        item["refundable_cents"] = amount  # what refunds may still take (store.refund_transaction)
+    if payment.kind == "ACH" and outcome.approved:
+        item["ach_return_code"] = processor.ach_return_code(payment.values["bank_account_number"])
     response = response_from_item(item)
-    message = _record(account, response, item, writer)  # round trip 2
+    try:
+        message = _record(account, response, item, writer)  # round trip 2
+    except OutcomeUnknown:
+        raise
+    except GatewayError:
+        if req.transaction_type == "CREDIT":  # certainly not recorded: the allowance goes back
+            _give_back_credit_allowance(account, transaction_id, amount, now)
+        raise
     _log.info("transaction recorded", extra={"transaction_id": transaction_id, "account_id": account.account_id,
                                              "code": outcome.error_code, "event": req.transaction_type})
     return response, item, payment, message
@@ -497,6 +550,120 @@ def _record(account: accounts.Account, response: dict[str, Any], item: dict[str,
     _log.error("transaction outcome unknown", extra={"transaction_id": item["transaction_id"],
                                                      "account_id": account.account_id})
     raise OutcomeUnknown()
+
+
+# --------------------------------------------------------------------------------------------- issue 20
+#: CREDIT limits of the certification sandbox and the default of every account (README "Credits").
+CREDIT_MAX_CENTS = 1_000_000  # 10,000.00 per credit
+CREDIT_DAILY_CENTS = 2_500_000  # 25,000.00 per account and UTC day
+
+
+def _check_type_allowed(account: accounts.Account, req: GatewayRequest) -> None:
+    if req.transaction_type == "CREDIT":
+        if not account.option("credit"):
+            raise GatewayError(E.CREDIT_OFF)
+        if req.amount_cents > CREDIT_MAX_CENTS:
+            raise GatewayError(E.CREDIT_LIMIT)
+    if req.transaction_type == "STORE" and not account.partner_id:
+        raise GatewayError(E.NO_TOKENIZATION_PARTNER)  # stored data sits as vault tokens of the partner
+
+
+def _credit_day(now: float) -> str:
+    return processor.transaction_timestamp(int(now))[:10]
+
+
+def _take_credit_allowance(account: accounts.Account, credit_id: str, amount: int, now: float) -> None:
+    if not store.take_allowance(account.account_id, f"CREDITS#{_credit_day(now)}", CREDIT_DAILY_CENTS, amount,
+                                credit_id):
+        raise GatewayError(E.CREDIT_LIMIT)
+
+
+def _give_back_credit_allowance(account: accounts.Account, credit_id: str, amount: int, now: float) -> None:
+    try:
+        store.give_back_allowance(account.account_id, f"CREDITS#{_credit_day(now)}", amount, credit_id)
+    except VaultError:
+        _log.error("credit allowance not given back", extra={"transaction_id": credit_id,
+                                                            "account_id": account.account_id})
+
+
+def _resolve_stored(account: accounts.Account, req: GatewayRequest) -> tuple[PaymentData, dict[str, str], str]:
+    """A payment with a STORE's card or bank account: its bfid and tokens, detokenized (no read window)."""
+    stored = store.get_transaction(account.account_id, str(req.get("token_id")), consistent=True)
+    if (stored is None or stored.get("transaction_type") != "STORE" or not stored.get("transaction_approved")
+            or not stored.get("bfid")):
+        raise GatewayError(E.STORED_NOT_FOUND)
+    tokens = {k: stored[k] for k in TOKEN_FIELDS if stored.get(k)}
+    clear = _detokenize(str(account.partner_id), str(stored["bfid"]), tokens, E.DETOKENIZE_FAILED)
+    payment = _merge(req, clear)
+    return payment, {"bfid": str(stored["bfid"]), **{k: v for k, v in tokens.items() if k in RSAPI_TOKEN_FIELDS}}, \
+        "stored"
+
+
+def _store(account: accounts.Account, req: GatewayRequest, payment: PaymentData | None, transaction_id: str,
+           writer: str, now: float) -> tuple[dict[str, Any], dict[str, Any], PaymentData, dict[str, Any] | None]:
+    """STORE: card or bank data (or an iframe eToken) kept as vault tokens under the account's partner.
+
+    Nothing is charged and no processor is asked. The answer carries the ``transaction_id`` that later SALE and
+    AUTHORIZATION requests send as ``token_id``, and ``last4``. The item holds the bfid and the tokens (which
+    detokenize without a read window), never a clear value.
+    """
+    if req.source == "iframe":
+        payment, token_info, _ = _resolve_etoken(account, req)
+        check_payment(payment, req, now=now)
+    else:
+        assert payment is not None
+        token_info = _auto_tokenize(account, payment)
+    created = int(now)
+    card = payment.kind == "CARD"
+    number = payment.values["card_number" if card else "bank_account_number"]
+    item: dict[str, Any] = {
+        "account_id": account.account_id, "transaction_id": transaction_id, "created_at": created,
+        "tender_type": payment.kind, "transaction_timestamp": processor.transaction_timestamp(created),
+        "card_brand": payment.brand if card else None, "transaction_type": "STORE", "last4": number[-4:],
+        "card_expiration": payment.values.get("card_expiration") if card else None, "authorization_code": None,
+        "authorization_message": "APPROVED", "request_cents": 0, "transaction_cents": 0,
+        "first_name": payment.get("first_name"), "last_name": payment.get("last_name"), "keyed": card,
+        "swiped": False, "entry_mode": "keyed" if card else None, "transaction_approved": True,
+        "currency": req.currency, "custom_id": req.get("custom_id"), "error": False, "error_code": 0,
+        "error_message": None, "error_msg": None, "token_source": "store", **token_info,
+    }
+    response = response_from_item(item)
+    message = _record(account, response, item, writer)
+    _log.info("payment data stored", extra={"transaction_id": transaction_id, "account_id": account.account_id})
+    return response, item, payment, message
+
+
+def _settle_batch(account: accounts.Account, req: GatewayRequest, transaction_id: str, writer: str, now: int
+                  ) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]:
+    """SETTLE-BATCH: close the account's open batch (one conditional write), then return the sandbox's ACH
+    debits of that batch whose bank account is a return trigger (status RETURNED, with a postback each)."""
+    closed, after = batches.close_open_batch(account.account_id, now, writer)
+    # Cuts are whole seconds and a batch includes its closing second: answer once that second has passed, so
+    # every transaction the merchant starts after this answer belongs to the next batch.
+    time.sleep(max(0.0, min(1.0, now + 1 - clock.now())))
+    span = after.span(closed)
+    returned = 0
+    if span is not None:
+        for original in store.unreturned_ach_returns(account.account_id, *span):
+            response = {**response_from_item(original), "status": "RETURNED",
+                        "ach_return_code": original["ach_return_code"]}
+            message = postbacks.outbox_message(account, response, original)
+            if store.mark_ach_returned(account.account_id, original["transaction_id"], now, writer, message):
+                returned += 1
+                if message is not None:
+                    postbacks.send(message)
+    item: dict[str, Any] = {
+        "account_id": account.account_id, "transaction_id": transaction_id, "created_at": now,
+        "transaction_timestamp": processor.transaction_timestamp(now), "transaction_type": "SETTLE-BATCH",
+        "authorization_message": "SETTLED", "request_cents": 0, "transaction_cents": 0,
+        "transaction_approved": True, "currency": req.currency, "error": False, "error_code": 0,
+        "batch_id": closed, "ach_returns": returned,
+    }
+    response = response_from_item(item)
+    message = _record(account, response, item, writer)
+    _log.info("batch settled", extra={"transaction_id": transaction_id, "account_id": account.account_id,
+                                      "count": returned})
+    return response, item, message
 
 
 # --------------------------------------------------------------------------------------------- CAPTURE
@@ -529,7 +696,7 @@ def _capture(account: accounts.Account, req: GatewayRequest, capture_id: str, wr
         "transaction_timestamp": processor.transaction_timestamp(now), "transaction_type": "CAPTURE",
         "authorization_message": "CAPTURED", "request_cents": req.amount_cents, "transaction_cents": req.amount_cents,
         "transaction_approved": True, "token_id": auth_id, "error": False, "error_code": 0,
-        "refundable_cents": req.amount_cents,
+        "refundable_cents": req.amount_cents, **_echoed(req),
     })
     response = response_from_item(item)
     try:
@@ -557,7 +724,7 @@ def _referenced_item(account: accounts.Account, req: GatewayRequest, original: d
         "transaction_timestamp": processor.transaction_timestamp(now), "transaction_type": req.transaction_type,
         "authorization_message": message, "request_cents": amount_cents, "transaction_cents": amount_cents,
         "transaction_approved": True, "token_id": original["transaction_id"], "error": False, "error_code": 0,
-        "authorization_code": processor.new_authorization_code(),
+        "authorization_code": processor.new_authorization_code(), **_echoed(req),
     })
     return item
 
@@ -604,12 +771,17 @@ def _refund(account: accounts.Account, req: GatewayRequest, refund_id: str, writ
     assert original is not None
     whole = int(original.get("transaction_cents", 0))
     voided = (int(original.get("refunded_cents", 0)) == whole == req.amount_cents
-              and not original.get("settled_at"))
+              and not batches.load(account.account_id).settled(int(original.get("created_at") or 0)))
     item = _referenced_item(account, req, original, refund_id, now, "VOID" if voided else "REFUND",
                             req.amount_cents)
     response, message = _settle_referenced(
         account, item, writer,
         lambda: store.revert_refund(account.account_id, original_id, refund_id, req.amount_cents))
+    if voided:
+        try:
+            store.mark_voided(account.account_id, original_id, refund_id)
+        except VaultError:  # the refund stands; only the original's reported status stays REFUNDED
+            _log.warning("void mark failed", extra={"transaction_id": original_id})
     _log.info("refund recorded", extra={"transaction_id": refund_id, "account_id": account.account_id,
                                         "event": "VOID" if voided else "REFUND"})
     return response, item, message
@@ -618,7 +790,7 @@ def _refund(account: accounts.Account, req: GatewayRequest, refund_id: str, writ
 def _refund_refusal(original: dict[str, Any] | None, req: GatewayRequest) -> int:
     if original is None:
         return E.AUTH_NOT_FOUND
-    if original.get("transaction_type") not in ("SALE", "CAPTURE") or not original.get("transaction_approved"):
+    if original.get("transaction_type") not in ("SALE", "CAPTURE", "FORCE") or not original.get("transaction_approved"):
         return E.NOT_REFUNDABLE
     if original.get("reversed_by"):
         return E.NOT_REFUNDABLE
@@ -641,7 +813,8 @@ def _reversal(account: accounts.Account, req: GatewayRequest, reversal_id: str, 
     """
     original_id = str(req.get("token_id"))
     try:
-        ok, original = store.reverse_transaction(account.account_id, original_id, reversal_id, now, req.amount_cents)
+        ok, original = store.reverse_transaction(account.account_id, original_id, reversal_id, now, req.amount_cents,
+                                                 batches.load(account.account_id).last_cut)
     except VaultError:
         try:
             store.revert_reversal(account.account_id, original_id, reversal_id)

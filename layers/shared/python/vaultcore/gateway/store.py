@@ -46,6 +46,11 @@ __all__ = [
     "revert_refund",
     "reverse_transaction",
     "revert_reversal",
+    "mark_voided",
+    "take_allowance",
+    "give_back_allowance",
+    "unreturned_ach_returns",
+    "mark_ach_returned",
     "list_transactions",
     "encode_page_token",
     "decode_page_token",
@@ -234,7 +239,8 @@ def _conditional_update(what: str, account_id: str, transaction_id: str, update:
 
 def refund_transaction(account_id: str, original_id: str, refund_id: str, amount_cents: int, now: int,
                        currency: str | None = None) -> tuple[bool, dict[str, Any] | None]:
-    """Take ``amount_cents`` off what an approved SALE or CAPTURE can still refund; one conditional UpdateItem.
+    """Take ``amount_cents`` off what an approved SALE, CAPTURE or FORCE can still refund; one conditional
+    UpdateItem.
 
     ``refundable_cents`` is written with the transaction and only ever decreased here, by a condition that it
     covers the amount: DynamoDB serialises conditional writes per item, so any number of concurrent refunds can
@@ -244,7 +250,7 @@ def refund_transaction(account_id: str, original_id: str, refund_id: str, amount
     Returns ``(True, item after)`` or ``(False, item before, or None when it does not exist)``.
     """
     values: dict[str, Any] = {":amt": amount_cents, ":zero": 0, ":now": now, ":rids": {refund_id}, ":rid": refund_id,
-                              ":sale": "SALE", ":capture": "CAPTURE", ":yes": True}
+                              ":sale": "SALE", ":capture": "CAPTURE", ":force": "FORCE", ":yes": True}
     same_currency = ""
     if currency is not None:
         values[":cur"] = currency
@@ -253,7 +259,7 @@ def refund_transaction(account_id: str, original_id: str, refund_id: str, amount
         "refund", account_id, original_id,
         "SET refundable_cents = refundable_cents - :amt, refunded_cents = if_not_exists(refunded_cents, :zero) + :amt,"
         " last_refund_at = :now ADD refund_ids :rids",
-        "attribute_exists(transaction_id) AND transaction_type IN (:sale, :capture) AND transaction_approved = :yes "
+        "attribute_exists(transaction_id) AND transaction_type IN (:sale, :capture, :force) AND transaction_approved = :yes "
         "AND refundable_cents >= :amt AND attribute_not_exists(reversed_by) "
         "AND (attribute_not_exists(refund_ids) OR NOT contains(refund_ids, :rid))" + same_currency,
         values, lambda old: refund_id in (old.get("refund_ids") or ()))
@@ -274,17 +280,18 @@ def revert_refund(account_id: str, original_id: str, refund_id: str, amount_cent
         pass
 
 
-def reverse_transaction(account_id: str, original_id: str, reversal_id: str, now: int, amount_cents: int = 0
-                        ) -> tuple[bool, dict[str, Any] | None]:
+def reverse_transaction(account_id: str, original_id: str, reversal_id: str, now: int, amount_cents: int = 0,
+                        settled_through: int = -1) -> tuple[bool, dict[str, Any] | None]:
     """Void an approved AUTHORIZATION not yet captured, or an approved SALE not yet settled nor refunded.
 
     One conditional UpdateItem that sets ``reversed_by``. A capture's condition needs ``auth_status``
     ``authorized`` and no ``reversed_by``, and this one needs ``authorized`` too: whichever of a capture and a
     reversal DynamoDB applies first makes the other's condition fail, so exactly one of them wins.
-    ``amount_cents`` (when not 0) must be the transaction's amount.
+    ``amount_cents`` (when not 0) must be the transaction's amount; a SALE created at or before
+    ``settled_through`` (the account's last batch cut, vaultcore.gateway.batches) is settled: refund it instead.
     """
     values: dict[str, Any] = {":rid": reversal_id, ":now": now, ":yes": True, ":auth": "AUTHORIZATION",
-                              ":authorized": "authorized", ":sale": "SALE"}
+                              ":authorized": "authorized", ":sale": "SALE", ":cut": settled_through}
     same_amount = ""
     if amount_cents:
         values[":amt"] = amount_cents
@@ -293,7 +300,7 @@ def reverse_transaction(account_id: str, original_id: str, reversal_id: str, now
         "reversal", account_id, original_id, "SET reversed_by = :rid, reversed_at = :now",
         "attribute_exists(transaction_id) AND attribute_not_exists(reversed_by) AND transaction_approved = :yes AND ("
         "(transaction_type = :auth AND auth_status = :authorized) OR "
-        "(transaction_type = :sale AND attribute_not_exists(settled_at) AND attribute_not_exists(refund_ids)))"
+        "(transaction_type = :sale AND created_at > :cut AND attribute_not_exists(refund_ids)))"
         + same_amount, values,
         lambda old: old.get("reversed_by") == reversal_id)
 
@@ -308,6 +315,82 @@ def revert_reversal(account_id: str, original_id: str, reversal_id: str) -> None
                 ExpressionAttributeValues=to_item({":rid": reversal_id}))
     except ConditionFailed:
         pass
+
+
+def mark_voided(account_id: str, original_id: str, refund_id: str) -> None:
+    """Note that a refund voided the transaction (its RSAPI status becomes VOIDED); setting it twice is harmless."""
+    with aws_errors("void mark"):
+        dynamodb().update_item(
+            TableName=_table(), Key=to_item({"account_id": account_id, "transaction_id": original_id}),
+            UpdateExpression="SET voided_by = :rid", ConditionExpression="contains(refund_ids, :rid)",
+            ExpressionAttributeValues=to_item({":rid": refund_id}))
+
+
+def take_allowance(account_id: str, key: str, limit: int, amount: int, taker: str) -> bool:
+    """Take ``amount`` from a counter item of the account (``key``, e.g. a day's credits) that starts at
+    ``limit``; False when less is left. The same conditional pattern as refunds: concurrent takers can never
+    exceed the limit, and an SDK retry of an applied take is recognised by its ``taker`` id."""
+    ok, _ = _conditional_update(
+        "allowance", account_id, key,
+        "SET remaining = if_not_exists(remaining, :limit) - :amt ADD takers :ids",
+        "(attribute_not_exists(remaining) OR remaining >= :amt) AND "
+        "(attribute_not_exists(takers) OR NOT contains(takers, :id))",
+        {":limit": limit, ":amt": amount, ":ids": {taker}, ":id": taker},
+        lambda old: taker in (old.get("takers") or ()))
+    return ok
+
+
+def give_back_allowance(account_id: str, key: str, amount: int, taker: str) -> None:
+    try:
+        with aws_errors("allowance give back"):
+            dynamodb().update_item(
+                TableName=_table(), Key=to_item({"account_id": account_id, "transaction_id": key}),
+                UpdateExpression="SET remaining = remaining + :amt DELETE takers :ids",
+                ConditionExpression="contains(takers, :id)",
+                ExpressionAttributeValues=to_item({":amt": amount, ":ids": {taker}, ":id": taker}))
+    except ConditionFailed:
+        pass
+
+
+def unreturned_ach_returns(account_id: str, start: int, end: int) -> list[dict[str, Any]]:
+    """ACH debits created in [start, end] that the sandbox bank returns and that are not returned yet."""
+    kwargs: dict[str, Any] = {
+        "TableName": _table(), "IndexName": "byCreatedAt", "ConsistentRead": True,
+        "KeyConditionExpression": "account_id = :a AND created_at BETWEEN :s AND :e",
+        "FilterExpression": "attribute_exists(ach_return_code) AND attribute_not_exists(ach_returned_at)",
+        "ExpressionAttributeValues": to_item({":a": account_id, ":s": start, ":e": end}),
+    }
+    found: list[dict[str, Any]] = []
+    while True:
+        with aws_errors("transaction query"):
+            out = dynamodb().query(**kwargs)
+        found.extend(from_item(i) or {} for i in out.get("Items", []))
+        if not out.get("LastEvaluatedKey"):
+            return found
+        kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+
+
+def mark_ach_returned(account_id: str, transaction_id: str, now: int, writer: str,
+                      outbox: dict[str, Any] | None) -> bool:
+    """Record the bank's return of an ACH debit and, in the same transaction, its postback's outbox entry.
+
+    False when it was returned already (by another settlement). Retry-aware by ``ach_returned_by``.
+    """
+    update = {"TableName": _table(), "Key": to_item({"account_id": account_id, "transaction_id": transaction_id}),
+              "UpdateExpression": "SET ach_returned_at = :now, ach_returned_by = :w",
+              "ConditionExpression": "attribute_not_exists(ach_returned_at) OR ach_returned_by = :w",
+              "ExpressionAttributeValues": to_item({":now": now, ":w": writer})}
+    try:
+        with aws_errors("ach return"):
+            if outbox is None:
+                dynamodb().update_item(**update)
+            else:
+                from vaultcore.postback.deliveries import outbox_put
+
+                dynamodb().transact_write_items(TransactItems=[{"Update": update}, {"Put": outbox_put(outbox, writer)}])
+    except ConditionFailed:
+        return False
+    return True
 
 
 def list_transactions(account_id: str, start: int, end: int, limit: int,

@@ -119,11 +119,17 @@ _VARIABLES: dict[str, tuple[re.Pattern[str], int]] = {
     "email": (re.compile(r"(?=.{5,100}$)[^@\s]+@[^@\s]+\.[^@\s]+"), E.VARIABLE),
     "phone": (re.compile(r"[0-9+()\-. ]{2,20}"), E.VARIABLE),
     "street_address1": (_text(2, 100), E.VARIABLE),
+    # issue 20: echoed in the response as sent (limits chosen here, README "Payment gateway"): a description of
+    # 1-255 printable characters, a balance of 0 to 99,999,999.99 with at most 2 decimals
+    "transaction_description": (_text(1, 255), E.VARIABLE),
+    "balance": (re.compile(r"[0-9]{1,8}(\.[0-9]{1,2})?"), E.VARIABLE),
     "device_trans_id": (re.compile(r"[A-Za-z0-9_-]{1,64}"), E.DEVICE_TRANS_ID),
     "custom_id": (re.compile(r"[A-Za-z0-9_.\-]{1,50}"), E.IFRAME_FIELD),
     "etoken": (_BFID, E.IFRAME_FIELD),
     "token_id": (re.compile(r"[1-9][0-9]{11}"), E.TOKEN_ID),
-    "reissue": (re.compile(r"[01]"), E.REISSUE),
+    # "true"/"false" as clients of the original send (no inline flag: the pattern is also the OpenAPI document's)
+    "reissue": (re.compile(r"[01]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]"), E.REISSUE),
+    "authorization_code": (re.compile(r"[A-Za-z0-9]{6}"), E.AUTHORIZATION_CODE),
     "apay_payload": (_text(1, MAX_APAY_LENGTH), E.VARIABLE),
     "idempotency_key": (re.compile(r"[\x20-\x7e]{1,255}"), E.IDEMPOTENCY_KEY),
 }
@@ -131,13 +137,16 @@ _VARIABLES: dict[str, tuple[re.Pattern[str], int]] = {
 _VARIABLES.update(card_present.PATTERNS)
 # --- end ---
 _CHOICES: dict[str, tuple[tuple[str, ...], int]] = {
-    "transaction_type": (("SALE", "AUTHORIZATION", "CAPTURE", "REFUND", "REVERSAL"), E.TRANSACTION_TYPE),
+    "transaction_type": (("SALE", "AUTHORIZATION", "CAPTURE", "REFUND", "REVERSAL", "CREDIT", "STORE", "FORCE",
+                          "SETTLE-BATCH"), E.TRANSACTION_TYPE),
     "tender_type": (("CARD", "ACH", "APAY"), E.TENDER_TYPE),
     "payment_type": (("ECOMMERCE", "MOTO", "RECURRING", "RETAIL"), E.PAYMENT_TYPE),
     "response_format": (("JSON",), E.RESPONSE_FORMAT),
 }
 #: Transaction types that act on an earlier transaction named by ``token_id``.
 REFERENCED_TYPES = ("CAPTURE", "REFUND", "REVERSAL")
+#: Transaction types that move no amount.
+NO_AMOUNT_TYPES = ("STORE", "SETTLE-BATCH")
 _KNOWN = (set(TOKEN_PARAMETERS) | set(LEVEL2_FIELDS) | set(_VARIABLES) | set(_CHOICES)
           | {"transaction_amount", "currency", "include_fields"})
 
@@ -332,7 +341,9 @@ def _normalise(variables: dict[str, str]) -> dict[str, str]:
         elif name in _VARIABLES:
             pattern, code = _VARIABLES[name]
             _check_pattern(name, value, pattern, code)
-            values[name] = value.upper() if name == "bank_account_type" else value
+            if name == "reissue":
+                value = {"true": "1", "false": "0"}.get(value.lower(), value)
+            values[name] = value.upper() if name in ("bank_account_type", "authorization_code") else value
         else:
             values[name] = value  # transaction_amount, currency, include_fields: checked below
     return values
@@ -358,6 +369,12 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
         values["currency"] = currency
     if ttype == "REVERSAL" and "transaction_amount" not in values:
         amount = 0  # a reversal voids the whole transaction; an amount, when sent, must match it
+    elif ttype in NO_AMOUNT_TYPES:
+        # STORE keeps payment data, SETTLE-BATCH closes the batch: neither moves an amount (0.00 is tolerated)
+        if values.get("transaction_amount", "0") not in ("0", "0.0", "0.00"):
+            raise GatewayError(E.AMOUNT, f"A {ttype} takes no transaction_amount.")
+        values.pop("transaction_amount", None)
+        amount = 0
     else:
         _require(values, "transaction_amount")
         try:
@@ -384,6 +401,28 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
             raise GatewayError(E.PAYMENT_DATA, "A wallet payment (tender_type APay) takes apay_payload, not payment data.")
         return GatewayRequest(values, ttype, "APAY", amount, currency, "wallet")
 
+    if ttype == "SETTLE-BATCH":
+        if payment_fields or tokens or bfid or "token_id" in values:
+            raise GatewayError(E.PAYMENT_DATA, "A SETTLE-BATCH takes no payment data and no token_id.")
+        return GatewayRequest(values, ttype, None, 0, currency, "settle")
+
+    if ttype in ("SALE", "AUTHORIZATION") and "token_id" in values:
+        # A payment with a stored card or bank account: token_id names the STORE (reissue may be 1 or true).
+        if payment_fields or tokens or bfid:
+            raise GatewayError(E.TOKEN_ID)  # token_id with payment data: as the original, a bad token_id
+        return GatewayRequest(values, ttype, tender, amount, currency, "stored")
+
+    if ttype == "STORE" and "etoken" in values:
+        # The payment iframe's eToken, kept as a stored card (custom_id and payment_type are not needed here).
+        if tokens or bfid or any(k in values for k in (*_CARD_PLAIN, *_BANK_PLAIN)):
+            raise GatewayError(E.PAYMENT_DATA, "etoken replaces card data: send no card, bank or token fields.")
+        return GatewayRequest(values, ttype, "CARD", 0, currency, "iframe")
+
+    if ttype == "FORCE":
+        _require(values, "authorization_code")
+    elif "authorization_code" in values:
+        raise GatewayError(E.AUTHORIZATION_CODE, "authorization_code is only sent with FORCE.")
+
     if ttype in REFERENCED_TYPES:
         # CAPTURE, REFUND and REVERSAL name the transaction they act on with token_id, and nothing else.
         _require(values, "token_id")
@@ -401,13 +440,16 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
         raise GatewayError(E.PAYMENT_DATA, "Send card data or bank data, not both.")
     if tender is None and (has_bank or bank_tokens):
         tender = values["tender_type"] = "ACH"  # spec: "ACH is implied by the bank fields"
+    if tender is None and ttype in ("STORE", "CREDIT", "FORCE") and (has_card or card_tokens):
+        tender = values["tender_type"] = "CARD"  # these types name no tender in clients of the original
     _require(values, "tender_type")
     if tender == "CARD" and (has_bank or bank_tokens):
         raise GatewayError(E.TENDER_TYPE, "tender_type CARD contradicts the bank fields (omit it, or send ACH).")
     if tender == "ACH" and (has_card or card_tokens or "etoken" in values or "custom_id" in values):
         raise GatewayError(E.TENDER_TYPE, "tender_type ACH contradicts the card fields.")
     if "token_id" in values:
-        raise GatewayError(E.TOKEN_ID, "token_id is only used with CAPTURE, REFUND and REVERSAL.")
+        raise GatewayError(E.TOKEN_ID, "token_id is only used with CAPTURE, REFUND and REVERSAL, and to pay with a "
+                                       "stored card (SALE, AUTHORIZATION).")
 
     has_level2 = any(k in values for k in LEVEL2_FIELDS)
     if "level2_tax" in values:
@@ -468,7 +510,7 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
 
     if values.get("reissue") == "1":
         raise GatewayError(E.REISSUE)
-    if amount == 0 and (has_bank or tender == "ACH"):
+    if amount == 0 and ttype not in NO_AMOUNT_TYPES and (has_bank or tender == "ACH"):
         raise GatewayError(E.AMOUNT, "A 0.00 verification is for cards; ACH has no verification.")
     if has_bank:
         _require(values, *_BANK_PLAIN)
@@ -524,7 +566,7 @@ def check_payment(payment: PaymentData, request: GatewayRequest, *, now: float) 
         if not aba_routing_valid(v["bank_routing_number"]):
             raise GatewayError(E.ROUTING, f"{_origin('bank_routing_number', payment)} is not a valid ABA routing "
                                "number (prefix or checksum).")
-        if request.transaction_type != "SALE":
+        if request.transaction_type not in ("SALE", "STORE"):
             raise GatewayError(E.ACH_TYPE)
         if any(k in request.values for k in LEVEL2_FIELDS):
             raise GatewayError(E.LEVEL2_FIELD, "Level 2 data applies to card payments.")
