@@ -13,7 +13,7 @@ table is here, and ``tests/unit/test_openapi_contracts.py`` checks it against th
 
 from __future__ import annotations
 
-from vaultcore.gateway.errors import ERROR_MESSAGES
+from vaultcore.gateway.errors import ERROR_MESSAGES, FIELD_CODES, client_text
 from vaultcore.proxy.errors import CONFIG_CODES, PROXY_CODES
 from vaultcore.tokens import errors as token_errors
 
@@ -123,7 +123,10 @@ def gateway_table() -> dict[int, str]:
     table = {0: "No error."}
     for code, message in ERROR_MESSAGES.items():
         status = GATEWAY_STATUS.get(code)
-        table[code] = message + GATEWAY_NOTES.get(code, "") + (f" (HTTP {status})" if status else "")
+        answered = ("Invalid <variable>" if code in FIELD_CODES and FIELD_CODES[code] is None
+                    else client_text(code, message) if code in FIELD_CODES or code in (201, 202) else None)
+        prefix = f"`{answered}`: " if answered and answered != message else ""  # issue 20: the text clients get
+        table[code] = prefix + message + GATEWAY_NOTES.get(code, "") + (f" (HTTP {status})" if status else "")
     return table
 
 #: Management API errCodes of its own (not tokenization or proxy configuration codes).

@@ -413,6 +413,15 @@ def build() -> dict[str, Any]:
         a: {"get": _op("getAccount", "accounts", "An account (no secrets)", (200, "The account.", ref("Account"))),
             "patch": _op("updateAccount", "accounts", "Change an account", (200, "The account.", ref("Account")),
                          req="AccountPatch")},
+        f"{a}/accesskey": {"post": _op(
+            "rotateAccessKey", "accounts", "Issue a new access key (shown once), stored KMS-wrapped",
+            (200, "The new access key; the old one stops working within the record cache lifetime (60 s).",
+             obj({"account_id": text("[0-9]{12}"), "api_accesskey": text("[0-9a-f]{32}")},
+                 ("account_id", "api_accesskey"))),
+            errs=(404,),
+            description="Migrates a legacy account (one stored with only a hash of its key, which hash "
+                        "authentication cannot use) without waiting for its next login with `api_accesskey`; "
+                        "README \"Gateway authentication\".")},
         f"{a}/transactions/{{transaction_id}}": {"get": _op("getStoredTransaction", "accounts",
                                                             "A stored transaction (never card data)",
                                                             (200, "The stored item.", ref("StoredTransaction")))},

@@ -116,7 +116,7 @@ def test_apay_sale_with_a_token_the_test_signed(wrunner, shop, merchant):
     token = merchant.token(amount=1000, pan=PAN)
     status, body = apay_sale(wrunner, shop, token)
     assert status == 200 and body["transaction_approved"] is True, body
-    assert (body["tender_type"], body["card_brand"], body["last4"], body["card_expiration"]) == ("APay", "Visa", "1111", "1229")
+    assert (body["tender_type"], body["card_brand"], body["last4"], body["card_expiration"]) == ("APay", "VISA", "1111", "1229")
     assert body["error_code"] == 0 and body["transaction_amount"] == 10.0
     # The same token again is a replay; a token for another amount is refused with 710.
     status, again = apay_sale(wrunner, shop, token)

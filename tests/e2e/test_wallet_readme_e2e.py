@@ -68,7 +68,7 @@ def test_the_wallet_section_runs_as_written(runner, tmp_path):
     # The APay SALE with the generated token is approved.
     assert sale["transaction_approved"] is True and sale["error_code"] == 0, sale
     assert (sale["tender_type"], sale["card_brand"], sale["last4"], sale["transaction_amount"]) == (
-        "APay", "Visa", "1111", 10.0)
+        "APay", "VISA", "1111", 10.0)
     # The merchant session comes from the runner's stand-in, over mutual TLS with the sandbox identity.
     assert wallet_session["merchantSessionIdentifier"].startswith("SSH"), wallet_session
     assert wallet_session["domainName"] == "shop.example.com" and wallet_session["displayName"] == "Demo shop"

@@ -223,11 +223,13 @@ def test_description_and_balance_are_echoed_and_1_01_declines_in_the_sandbox(gw)
                      transaction_description="Part 1")
     assert capture["transaction_description"] == "Part 1" and capture["card_brand"] == "VISA"
     # the certification sandbox's amount trigger: 1.01 declines (the original's; test suites rely on it)
-    declined = gw.card(transaction_amount="1.01")
+    declined = gw.pay(transaction_type="SALE", tender_type="CARD", card_number=VISA, card_expiration="1230",
+                      transaction_amount="1.01")
     assert (declined["transaction_approved"], declined["error_code"], declined["authorization_message"],
             declined["error_message"]) == (False, E.DECLINED, "DECLINED", "DECLINED")
     assert declined["transaction_id"] and declined["transaction_amount"] == 0
-    assert gw.card(transaction_amount="1.02")["transaction_approved"]
+    assert gw.pay(transaction_type="SALE", tender_type="CARD", card_number=VISA, card_expiration="1230",
+                  transaction_amount="1.02")["transaction_approved"]
 
 
 def test_authentication_failures_are_one_uniform_error(platform, gw):

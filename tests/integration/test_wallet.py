@@ -343,7 +343,7 @@ def test_apay_sale_authorization_and_capture_through_the_gateway(platform, walle
                             transaction_amount="19.99", currency="USD", apay_payload=json.dumps(token))
     assert status == 200 and body["transaction_approved"] is True, body
     assert (body["tender_type"], body["card_brand"], body["last4"], body["card_expiration"], body["entry_mode"]) == (
-        "APay", "Visa", "1111", "1229", "wallet")
+        "APay", "VISA", "1111", "1229", "wallet")
     status, detail = admin(platform, "GET", f"/admin/v1/accounts/{wallet_account['account_id']}/transactions/"
                                             f"{body['transaction_id']}")
     assert detail["wallet_eci"] == "7" and detail["wallet_network"] == "Visa"

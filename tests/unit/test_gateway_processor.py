@@ -31,7 +31,7 @@ def test_every_trigger(pan):
     out = authorize_card(CardPayment(pan, "1230", cvv="123", zip="12345", amount_cents=100))
     assert (out.approved, out.error_code, out.authorization_message) == (approved, code, message)
     assert (out.avs_response, out.cvv2_response) == (avs, cvv2)
-    assert out.card_brand == "Visa"
+    assert out.card_brand == "VISA"
     if approved:
         assert re.fullmatch(r"[A-Z0-9]{6}", out.authorization_code)
     else:
@@ -61,14 +61,30 @@ def test_cvv2_codes():
 
 
 @pytest.mark.parametrize("pan, brand", [
-    ("4242424242424242", "Visa"), ("5555555555554444", "MasterCard"), ("2223003122003222", "MasterCard"),
-    ("2720990000000007", "MasterCard"), ("378282246310005", "American Express"), ("371449635398431", "American Express"),
-    ("6011111111111117", "Discover"), ("6445644564456445", "Discover"), ("3530111333300000", "JCB"),
-    ("36227206271667", "Diners Club"), ("30569309025904", "Diners Club"),
+    ("4242424242424242", "VISA"), ("5555555555554444", "MASTERCARD"), ("2223003122003222", "MASTERCARD"),
+    ("2720990000000007", "MASTERCARD"), ("378282246310005", "AMERICAN EXPRESS"), ("371449635398431", "AMERICAN EXPRESS"),
+    ("6011111111111117", "DISCOVER"), ("6445644564456445", "DISCOVER"), ("3530111333300000", "JCB"),
+    ("36227206271667", "DINERS CLUB"), ("30569309025904", "DINERS CLUB"),
 ])
 def test_brand_detection(pan, brand):
     out = authorize_card(CardPayment(pan, "1230"))
     assert out.approved and out.card_brand == brand
+
+
+def test_amount_trigger_declines_1_01_in_the_certification_sandbox_only(monkeypatch):
+    """Issue 20: the original's certification environment declines 1.01 (ActiveMerchant's PayConex fixtures)."""
+    from vaultcore.settings import settings
+
+    out = authorize_card(CardPayment("4242424242424242", "1230", amount_cents=101))
+    assert settings().is_cert and (out.approved, out.error_code, out.authorization_message) == (False, 500, "DECLINED")
+    assert out.authorization_code is None and out.card_brand == "VISA"
+    assert authorize_card(CardPayment("4242424242424242", "1230", amount_cents=102)).approved
+    assert authorize_card(CardPayment("4242424242424242", "1230", amount_cents=10100)).approved
+    # a card trigger keeps its own outcome
+    assert authorize_card(CardPayment("4000000000000069", "1230", amount_cents=101)).error_code == 501
+    assert debit_ach(AchPayment("000123456789", "011000015", 101)).approved  # ACH is not affected
+    monkeypatch.setattr(processor, "_certification", lambda: False)  # production: no amount trigger
+    assert authorize_card(CardPayment("4242424242424242", "1230", amount_cents=101)).approved
 
 
 def test_ach_is_approved():

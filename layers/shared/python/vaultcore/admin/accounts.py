@@ -32,3 +32,9 @@ def get_transaction(request: Request, account_id: str, transaction_id: str) -> R
         raise NotFound("Transaction not found.")
     # DynamoDB string sets (refund_ids) as sorted JSON arrays
     return ok({k: sorted(v) if isinstance(v, set) else v for k, v in item.items()})
+
+
+@route("POST", "/admin/v1/accounts/{account_id}/accesskey")
+def rotate_access_key(request: Request, account_id: str) -> Response:
+    """A new access key, shown once and stored KMS-wrapped (issue 20: migrates legacy hash-only accounts)."""
+    return ok(accounts.rotate_access_key(account_id))

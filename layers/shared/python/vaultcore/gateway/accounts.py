@@ -391,7 +391,9 @@ def _hash_matches(account: Account | None, account_id: str, verified_key: str | 
 # One KMS Decrypt per account id with no wrapped key, per container and key-cache lifetime: what a real
 # account's first unwrap costs (vaultcore.store.keys caches unwrapped keys for the same lifetime).
 _kms_evened: ContainerCache[bool] = ContainerCache("key_cache_seconds", max_items=4096)
-_decoy_envelope: dict[str, str] = {}
+# The decoy envelope (a random secret under the platform's KMS key), made once per container and cache lifetime;
+# reset with every ContainerCache (tests, SnapStart snapshots).
+_decoy_envelope: ContainerCache[dict[str, str]] = ContainerCache("key_cache_seconds", max_items=1)
 _DECOY_CONTEXT = {"purpose": "account-accesskey", "accountId": "decoy"}
 
 
@@ -404,10 +406,12 @@ def _even_kms(account_id: str) -> None:
     from vaultcore.store.aws import client
     from vaultcore.store.ddb import aws_errors
 
-    if not _decoy_envelope:
-        _decoy_envelope.update(wrap_secret(secrets.token_bytes(16), _DECOY_CONTEXT))
+    decoy = _decoy_envelope.get("decoy")
+    if decoy is None:
+        decoy = wrap_secret(secrets.token_bytes(16), _DECOY_CONTEXT)
+        _decoy_envelope.put("decoy", decoy)
     with aws_errors("key unwrapping"):  # a KMS failure answers as a real account's unwrap would (error 1)
-        client("kms").decrypt(CiphertextBlob=base64.b64decode(_decoy_envelope["k"]), EncryptionContext=_DECOY_CONTEXT,
+        client("kms").decrypt(CiphertextBlob=base64.b64decode(decoy["k"]), EncryptionContext=_DECOY_CONTEXT,
                               KeyId=settings().kms_key_id)
     _kms_evened.put(account_id, True)
 
