@@ -1,6 +1,6 @@
 """Gateway figures: a warm SALE with card data and auto-tokenization through the handler (latency and DynamoDB
-round trips, target <= 3), the same with an idempotency key, a bfid-only token payment, a capture, and the cold
-import of the gateway and reporting functions. Prints JSON."""
+round trips, target <= 3), the same with an idempotency key, a bfid-only token payment, a capture, a REFUND beside
+the SALE (issue 20), and the cold import of the gateway and reporting functions. Prints JSON."""
 
 from __future__ import annotations
 
@@ -58,6 +58,13 @@ def warm_in_process(n: int = 200) -> dict:
         result["capture"] = _measure(platform, lambda i: event({**creds, "transaction_type": "CAPTURE",
                                                                 "transaction_amount": "10.00",
                                                                 "token_id": auths[i]}), n)
+        # issue 20: a REFUND beside the plain SALE it refunds (same run, same account)
+        sales = [json.loads(platform.invoke("GatewayFunction", event(sale))["body"])["transaction_id"]
+                 for _ in range(n + 20)]
+        result["refund"] = _measure(platform, lambda i: event({**creds, "transaction_type": "REFUND",
+                                                               "transaction_amount": "4.00", "token_id": sales[i]}), n)
+        result["refund_added_ms_vs_sale"] = round(result["refund"]["median_ms"]
+                                                  - result["sale_card_auto_tokenized"]["median_ms"], 3)
     result["note"] = "moto in-process stands in for DynamoDB and KMS; round trips are what a deployed stack pays"
     return result
 
