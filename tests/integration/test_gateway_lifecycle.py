@@ -275,3 +275,17 @@ def test_settle_batch_statuses_and_the_ach_lifecycle(merchant, platform):
     sale2 = merchant.sale("5.00")
     merchant.post(transaction_type="SETTLE-BATCH")
     assert merchant.reverse(sale2["transaction_id"])["error_code"] == E.NOT_REVERSIBLE
+
+
+def test_store_keeps_an_iframe_etoken_beyond_its_read_window(shop):
+    from vaultcore import clock
+    from vaultcore.tokens.service import tokenize_values
+
+    _, account = admin(shop.platform, "GET", f"/admin/v1/accounts/{shop.creds['account_id']}")
+    made = tokenize_values(account["partnerId"], "GATEWAY", [("vault_token_card_number", "378282246310005"),
+                                                             ("vault_token_card_expiration", "0931")])
+    stored = shop.post(transaction_type="STORE", etoken=made.bfid)
+    assert stored["transaction_approved"] is True and stored["last4"] == "0005"
+    clock.set_offset(2 * 3600)  # the eToken's one-hour read window is over; the STORE's tokens still pay
+    sale = shop.post(transaction_type="SALE", token_id=stored["transaction_id"], transaction_amount="9.00")
+    assert sale["transaction_approved"] is True and sale["last4"] == "0005"
