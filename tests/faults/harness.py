@@ -321,8 +321,8 @@ class Scenario:
     def sale(self, key: str, phase: str, account: dict[str, Any] | None = None) -> Answer:
         account = account or self.account
         assert account is not None
-        if key not in self.keys:
-            self.keys[key] = 100 + len(self.keys)
+        if key not in self.keys:  # from 20.00 up: clear of the sandbox's amount triggers (1.01 declines)
+            self.keys[key] = 2000 + len(self.keys)
         cents = self.keys[key]
         form = {"account_id": account["account_id"], "api_accesskey": account["api_accesskey"],
                 "response_format": "JSON", "transaction_type": "SALE", "tender_type": "CARD", "card_number": CARD,
@@ -570,6 +570,8 @@ class Scenario:
             "postbacks_missing": sum(1 for tx in approved if not per_tx.get(tx)),
             "attempts_repeated": len(violations["attempts_repeated"]),
             "faults": {k: n for k, n in sorted(self.stack.proxy.counts.items()) if not k.startswith("forwarded")},
+            "error_messages": dict(Counter(f"{a.kind} {a.status} {a.code}: {a.message[:90]}" for a in answers
+                                           if a.status >= 400 or a.status == 0 or (a.code or 0) > 0)),
             **self.notes,
         }
 
