@@ -289,3 +289,10 @@ def test_store_keeps_an_iframe_etoken_beyond_its_read_window(shop):
     clock.set_offset(2 * 3600)  # the eToken's one-hour read window is over; the STORE's tokens still pay
     sale = shop.post(transaction_type="SALE", token_id=stored["transaction_id"], transaction_amount="9.00")
     assert sale["transaction_approved"] is True and sale["last4"] == "0005"
+
+
+def test_store_refuses_an_etoken_with_other_card_data(shop):
+    tracks = "%B4242424242424242^DOE/JANE^30121010000000000000?"
+    for extra in ({"card_tracks": tracks}, {"card_number": VISA}, {"card_verification": "123"}):
+        refused = shop.post(transaction_type="STORE", etoken="b" * 60, **extra)
+        assert refused["error_code"] == E.PAYMENT_DATA, extra

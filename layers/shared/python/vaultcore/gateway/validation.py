@@ -414,8 +414,9 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
 
     if ttype == "STORE" and "etoken" in values:
         # The payment iframe's eToken, kept as a stored card (custom_id and payment_type are not needed here).
-        if tokens or bfid or any(k in values for k in (*_CARD_PLAIN, *_BANK_PLAIN)):
-            raise GatewayError(E.PAYMENT_DATA, "etoken replaces card data: send no card, bank or token fields.")
+        if tokens or bfid or any(k in values for k in (*_CARD_PLAIN, *_BANK_PLAIN, "card_verification")) or len(
+                [k for k in payment_fields if k not in ("etoken", "custom_id")]):
+            raise GatewayError(E.PAYMENT_DATA, "etoken replaces card data: send no card, bank, reader or token fields.")
         return GatewayRequest(values, ttype, "CARD", 0, currency, "iframe")
 
     if ttype == "FORCE":
