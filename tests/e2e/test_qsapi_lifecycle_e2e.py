@@ -102,6 +102,24 @@ def test_zz_no_card_number_or_track_is_stored_or_logged(runner):
     ddb = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=runner.demo["awsEndpoint"],
                        aws_access_key_id="testing", aws_secret_access_key="testing")
     dump = json.dumps([ddb.scan(TableName=t)["Items"] for t in ddb.list_tables()["TableNames"]])
-    for secret in (VISA, "4242424242424241", "000123456789", "30121010000000000000", "DOE/JANE"):
+    for secret in (VISA, "4242424242424241", "000123456789", "30121010000000000000", "DOE/JANE", "4761739001010010",
+                   "SMITH/JOHN"):
         assert secret not in dump
         assert secret not in runner.logs()
+
+
+def test_a_p2pe_sale(client):
+    """As the README does it: the reader simulator (a separate process, as a card reader is) encrypts a track for
+    the demo terminal; the client sends the encrypted payload and never holds the card number."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "vaultcore.devices.simulator", "--device-type", "terminal", "--mode",
+                          "track1", "--pan", "4761739001010010", "--expiry", "3012", "--name", "SMITH/JOHN"],
+                         capture_output=True, text=True, check=True, timeout=60)
+    payload = json.loads(out.stdout)
+    sale = client.sale("4.00", tender_type="CARD", device_type="terminal", device_serial="DEMO-TERM-0001",
+                       ksn=payload["ksn"], device_payload=payload["devicePayload"])
+    assert sale["transaction_approved"] is True, sale
+    assert sale["swiped"] is True and sale["keyed"] is False and sale["last4"] == "0010"
+    assert sale["first_name"] == "JOHN" and sale["last_name"] == "SMITH"

@@ -22,7 +22,7 @@ answers ``keyed`` true, ``entry_mode`` ``keyed`` (the spec's vocabulary for both
 
 Refusals: data that cannot be read as a card (format, LRC, no PAN, PAN not 13-19 digits or failing Luhn, no
 valid expiry, tracks that disagree, a payload that does not decrypt) is 223 ``CARD DATA UNREADABLE``; a device
-that is unknown, inactive, of another type or another partner's is 224, one message for all (nothing about the
+that is unknown, inactive, of another type or another partner's is 225, one message for all (nothing about the
 device is disclosed). Messages never quote card data.
 """
 
