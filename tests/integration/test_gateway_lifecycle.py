@@ -296,3 +296,37 @@ def test_store_refuses_an_etoken_with_other_card_data(shop):
     for extra in ({"card_tracks": tracks}, {"card_number": VISA}, {"card_verification": "123"}):
         refused = shop.post(transaction_type="STORE", etoken="b" * 60, **extra)
         assert refused["error_code"] == E.PAYMENT_DATA, extra
+
+
+def test_every_transaction_type_posts_back_and_an_ach_return_does_too(platform):
+    import boto3
+
+    from vaultcore.settings import settings
+
+    status, account = admin(platform, "POST", "/admin/v1/accounts",
+                            {"options": {"credit": True}, "postback_url": "http://127.0.0.1:9/postbacks"})
+    assert status == 201
+    m = Merchant.__new__(Merchant)
+    m.platform, m.creds = platform, {"account_id": account["account_id"], "api_accesskey": account["api_accesskey"]}
+    sale = m.sale("10.00")
+    m.refund(sale["transaction_id"], "1.00")
+    auth = m.sale("10.00", "AUTHORIZATION")
+    m.reverse(auth["transaction_id"])
+    m.post(transaction_type="CREDIT", card_number=VISA, card_expiration="1230", transaction_amount="2.00")
+    m.post(transaction_type="FORCE", card_number=VISA, card_expiration="1230", transaction_amount="3.00",
+           authorization_code="ZZ99ZZ")
+    returned = m.post(transaction_type="SALE", bank_account_number="000000000002", bank_routing_number="011000015",
+                      transaction_amount="7.00")
+    m.post(transaction_type="SETTLE-BATCH")
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    bodies = []
+    while True:
+        got = sqs.receive_message(QueueUrl=settings().postback_queue_url, MaxNumberOfMessages=10).get("Messages", [])
+        if not got:
+            break
+        bodies.extend(json.loads(g["Body"])["response"] for g in got)
+    types = sorted(b["transaction_type"] for b in bodies)
+    assert types == sorted(["SALE", "REFUND", "AUTHORIZATION", "REVERSAL", "CREDIT", "FORCE", "SALE", "SETTLE-BATCH",
+                            "SALE"])  # the ACH SALE, then its return
+    (ret,) = [b for b in bodies if b.get("status") == "RETURNED"]
+    assert ret["transaction_id"] == returned["transaction_id"] and ret["ach_return_code"] == "R02"
