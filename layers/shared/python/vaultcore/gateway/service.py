@@ -57,7 +57,7 @@ from typing import Any
 
 from vaultcore import clock, metrics
 from vaultcore.api.http import Request, Response, json_response
-from vaultcore.errors import VaultError
+from vaultcore.errors import DependencyError, VaultError
 from vaultcore.gateway import accounts, batches, idempotency, postbacks, processor, store
 from vaultcore.gateway.errors import ERROR_MESSAGES, E, GatewayError
 from vaultcore.gateway.validation import (
@@ -77,6 +77,8 @@ from vaultcore.wallet import gateway_hooks
 __all__ = ["qsapi", "process", "response_from_item", "RESPONSE_FIELDS", "AUTHORIZATION_LIFETIME_SECONDS"]
 
 AUTHORIZATION_LIFETIME_SECONDS = 7 * 24 * 3600
+#: Error 1 when it is certain that nothing was charged (README "Idempotency": when DynamoDB fails mid-charge).
+NOTHING_CHARGED = "Internal error: a dependency failed and nothing was charged; retry."
 GATEWAY_TEMPLATE_REF = "GATEWAY"
 
 #: The gateway transaction response, in this order; (name, always present).
@@ -138,8 +140,16 @@ def process(content_type: str, body: bytes, header_key: str | None) -> tuple[int
     """
     try:
         return _process(content_type, body, header_key)
-    except VaultError as exc:
-        metrics.gateway_error(exc.code if isinstance(exc, GatewayError) else E.INTERNAL)
+    except GatewayError as exc:
+        metrics.gateway_error(exc.code)
+        raise
+    except DependencyError as exc:
+        # A dependency failed outside the record step, which raises OutcomeUnknown itself when it cannot tell:
+        # nothing was charged, and error 1 says so in the words the README documents.
+        metrics.gateway_error(E.INTERNAL)
+        raise GatewayError(E.INTERNAL, NOTHING_CHARGED) from exc
+    except VaultError:
+        metrics.gateway_error(E.INTERNAL)
         raise
     except Exception:
         metrics.gateway_error(E.INTERNAL)
@@ -545,8 +555,7 @@ def _record(account: accounts.Account, response: dict[str, Any], item: dict[str,
         return message
     if outcome == store.Recorded.NOT_WRITTEN:
         # Another writer holds the 12-digit id (about 1 in 10^12), or a fence settled a write that never landed.
-        raise GatewayError(E.INTERNAL, "Internal error: the transaction could not be recorded and nothing was "
-                                       "charged; retry.")
+        raise GatewayError(E.INTERNAL, NOTHING_CHARGED)
     _log.error("transaction outcome unknown", extra={"transaction_id": item["transaction_id"],
                                                      "account_id": account.account_id})
     raise OutcomeUnknown()
