@@ -150,6 +150,10 @@ def test_kms_errors_and_throttling_without_key_cache(stack):
     sc, violations = harness.kms_faults(stack, BURST_SECONDS)
     assert stack.proxy.injected() > 0
     _assert_invariants(sc, violations)
+    # every gateway error 1 says one of the two things the README's Idempotency table documents
+    documented = {"Internal error: a dependency failed and nothing was charged; retry.",
+                  "Internal error: the transaction outcome is unknown; retry with the same Idempotency-Key."}
+    assert {a.message for a in sc.answers if a.kind == "sale" and a.code == 1} <= documented
 
 
 def test_sigkill_mid_burst_then_restart_and_replay(stack):
