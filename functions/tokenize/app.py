@@ -1,6 +1,11 @@
-"""POST /api/tokenization/tokenize: wiring only; the logic is vaultcore.tokens.api."""
+"""The tokenization API of the secure API: POST /api/tokenization/tokenize, /detokenize, /read, /delete,
+/batch/tokenize, /batch/detokenize, POST /api/template/validate, GET /api/healthcheck/tokenize and /detokenize.
+Wiring only; the logic is vaultcore.tokens.api (tokenize, the dispatch by resource) and vaultcore.tokens.endpoints.
+"""
 
 from vaultcore.api.handler import api_handler
 
-lambda_handler = api_handler("secure", "vaultcore.tokens.api:tokenize_endpoint",
-                             aws=("dynamodb", "kms", "payment-cryptography-data@prod"))
+lambda_handler = api_handler("secure", "vaultcore.tokens.api:tokenization_route",
+                             aws=("dynamodb", "kms", "payment-cryptography-data@prod"),
+                             # imported by the dispatch on the other routes: during init instead
+                             modules=("vaultcore.tokens.endpoints",))

@@ -28,6 +28,7 @@ class Settings:
     record_cache_seconds: float
     key_cache_seconds: float
     hmac_accept_decoded_key: bool = True
+    audit_table: str = "Audit"  # detokenization audit records (issue 21, vaultcore.store.audit)
 
     @property
     def is_cert(self) -> bool:
@@ -60,6 +61,7 @@ def settings() -> Settings:
         key_cache_seconds=float(env.get("KEY_CACHE_SECONDS", "300")),
         # Accept-both migration of the HMAC key (README "The HMAC key"): "0" refuses the legacy decoded form.
         hmac_accept_decoded_key=env.get("HMAC_ACCEPT_DECODED_KEY", "1") != "0",
+        audit_table=env.get("AUDIT_TABLE", "Audit"),
     )
 
 

@@ -43,10 +43,17 @@ class Partner:
     status: str
     key_hashes: list[dict[str, Any]] = field(default_factory=list)
     hmac_keys: list[dict[str, Any]] = field(default_factory=list)
+    #: Permissions set through the management API (issue 21): ``detokenize`` (off unless set) lets the partner
+    #: reveal values through the secure API's detokenize endpoints, for templates whose accessMode allows it.
+    permissions: dict[str, Any] = field(default_factory=dict)
 
     @property
     def active(self) -> bool:
         return self.status == "active"
+
+    @property
+    def may_detokenize(self) -> bool:
+        return self.permissions.get("detokenize") is True
 
     def public_view(self) -> dict[str, Any]:
         return {"partnerId": self.partner_id, "name": self.name, "apiSecurity": self.api_security,
@@ -63,7 +70,8 @@ def invalidate_partner(partner_id: str) -> None:
 def _from_item(item: dict[str, Any]) -> Partner:
     return Partner(partner_id=item["partnerId"], name=item.get("name", ""), api_security=item["apiSecurity"],
                    status=item.get("status", "active"), key_hashes=list(item.get("keyHashes", [])),
-                   hmac_keys=list(item.get("hmacKeys", [])))
+                   hmac_keys=list(item.get("hmacKeys", [])),
+                   permissions=dict(item.get("permissions") or {}))
 
 
 def _hash_key(partner_key: str) -> str:
@@ -150,6 +158,37 @@ def set_partner_status(partner_id: str, status: str) -> Partner:
         raise ValidationError("status must be 'active' or 'disabled'.")
     try:
         item = registry.update_fields(f"PARTNER#{partner_id}", "PROFILE", {"status": status})
+    except registry.ConditionFailed as exc:
+        raise NotFound("Partner not found.") from exc
+    invalidate_partner(partner_id)
+    return _from_item(item)
+
+
+PERMISSIONS = ("detokenize",)
+
+
+def partner_permissions(partner: Partner) -> dict[str, Any]:
+    """The partner's permissions as the management API shows them (every known one, false unless set)."""
+    return {"partnerId": partner.partner_id, "permissions": {p: partner.permissions.get(p) is True
+                                                            for p in PERMISSIONS}}
+
+
+def set_partner_permissions(partner_id: str, changes: dict[str, Any]) -> Partner:
+    """Merge ``changes`` (permission name -> boolean) into the partner's permissions.
+
+    Other containers see the change within RECORD_CACHE_SECONDS (their cached partner record expires); this one
+    at once.
+    """
+    unknown = sorted(set(changes) - set(PERMISSIONS))
+    if unknown:
+        raise ValidationError(f"unknown permission {unknown[0][:64]!r} (known: {', '.join(PERMISSIONS)}).")
+    for name, value in changes.items():
+        if not isinstance(value, bool):
+            raise ValidationError(f"{name} must be true or false.")
+    current = get_partner(partner_id)
+    merged = {**current.permissions, **changes}
+    try:
+        item = registry.update_fields(f"PARTNER#{partner_id}", "PROFILE", {"permissions": merged})
     except registry.ConditionFailed as exc:
         raise NotFound("Partner not found.") from exc
     invalidate_partner(partner_id)

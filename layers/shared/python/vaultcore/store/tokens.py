@@ -7,6 +7,14 @@ itself for a version-1 bfid and its core, shared by every extension of it, for v
 ``templateRef``, ``templateVersion``, ``keyVersion``, ``createdAt``, ``updatedAt``, ``expiresAt`` (the table's TTL
 attribute) and one attribute ``t#<field name>`` per token, so tokens added later under the same bfid merge into
 the item in the same single write. Never a clear value.
+
+Issue 21 adds to a Tokens item ``readable`` (true when the tokenize call asked for ``omit``: the partner's
+``read`` may fetch the tokens once), ``partner_read_by`` / ``partner_read_at`` (the partner's one ``read``: the
+random id of the request that made it, so an SDK retry of that same write is recognised), and, in an item of its
+own keyed ``revoked#<scope>``, the **revocation record** of a deleted bfid (``partnerId``, ``revokedAt``; no
+``expiresAt``: it is kept for good). The gateway's own one-time read of an iframe eToken uses another attribute
+(``gateway_read_by``): the two reads are independent. A scope is URL-safe base64 text, so no scope starts with
+``revoked#``.
 """
 
 from __future__ import annotations
@@ -17,15 +25,19 @@ from vaultcore.settings import settings
 from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 
-__all__ = ["TOKEN_PREFIX", "put_tokens", "get_token_item", "stored_tokens", "rotate_key_items", "retire_key_item",
-           "ConditionFailed"]
+__all__ = ["TOKEN_PREFIX", "REVOKED_PREFIX", "put_tokens", "get_token_item", "stored_tokens", "rotate_key_items",
+           "retire_key_item", "claim_partner_read", "revoke_scope", "is_revoked", "revoked_among", "ConditionFailed"]
 
 TOKEN_PREFIX = "t#"
+REVOKED_PREFIX = "revoked#"
+#: BatchGetItem's limit of keys per call.
+_BATCH_GET = 100
 
 
 def put_tokens(bfid: str, partner_id: str, template_ref: str, template_version: int, key_version: int,
-               tokens: dict[str, str], now: int, expires_at: int) -> None:
-    """Create or extend the item of ``bfid`` in one UpdateItem (one round trip).
+               tokens: dict[str, str], now: int, expires_at: int, *, readable: bool = False) -> None:
+    """Create or extend the item of ``bfid`` in one UpdateItem (one round trip); ``readable`` marks the tokens
+    for the partner's one ``read`` (an extension never takes the mark away).
 
     The condition refuses to touch an item of another partner (a bfid names its partner, so this never
     happens for a verified bfid; the condition is the belt to that brace). Raises ConditionFailed.
@@ -36,6 +48,9 @@ def put_tokens(bfid: str, partner_id: str, template_ref: str, template_version: 
                               ":now": now, ":ea": expires_at}
     sets = ["#p = :p", "#tr = :tr", "#tv = :tv", "#kv = :kv", "#ca = if_not_exists(#ca, :now)", "#ua = :now",
             "#ea = :ea"]
+    if readable:
+        names["#rd"], values[":rd"] = "readable", True
+        sets.append("#rd = :rd")
     for i, (name, token) in enumerate(tokens.items()):
         names[f"#t{i}"] = TOKEN_PREFIX + name
         values[f":t{i}"] = token
@@ -53,6 +68,92 @@ def get_token_item(bfid: str) -> dict[str, Any] | None:
         out = dynamodb().get_item(TableName=settings().tokens_table, Key=to_item({"bfid": bfid}),
                                   ConsistentRead=True)
     return from_item(out.get("Item"))
+
+
+def claim_partner_read(bfid: str, partner_id: str, read_id: str, now: float) -> dict[str, Any] | None:
+    """The partner's one ``read`` of the item of ``bfid``: one conditional UpdateItem, retry-aware.
+
+    The write succeeds only on the partner's readable item within its read window (``expiresAt`` after ``now``:
+    DynamoDB deletes expired items late) that no read has claimed yet, or that ``read_id`` itself claimed: the
+    JSON client retries a write whose answer was lost with the same parameters, and that retry must not look
+    like a second read. Returns the item (ALL_NEW) when this read holds the claim, None when it does not (the
+    caller reads the item back to say why).
+    """
+    names = {"#p": "partnerId", "#rd": "readable", "#ea": "expiresAt", "#rb": "partner_read_by",
+             "#ra": "partner_read_at"}
+    values = to_item({":p": partner_id, ":t": True, ":now": int(now), ":rid": read_id})
+    try:
+        with aws_errors("token read claim"):
+            out = dynamodb().update_item(
+                TableName=settings().tokens_table, Key=to_item({"bfid": bfid}),
+                UpdateExpression="SET #rb = :rid, #ra = if_not_exists(#ra, :now)",
+                ConditionExpression="#p = :p AND #rd = :t AND #ea > :now AND "
+                                    "(attribute_not_exists(#rb) OR #rb = :rid)",
+                ExpressionAttributeNames=names, ExpressionAttributeValues=values, ReturnValues="ALL_NEW")
+    except ConditionFailed:
+        return None
+    return from_item(out.get("Attributes"))
+
+
+def revoke_scope(bfid: str, partner_id: str, now: int) -> None:
+    """Delete a bfid: its revocation record (kept for good; idempotent), then its Tokens item (idempotent).
+
+    In this order, so that from the moment the call returns nothing under the bfid reads (the item is gone) or
+    detokenizes (the record exists); a failure between the two writes leaves the record, and the caller's retry
+    removes the item. Neither write touches another partner's items.
+    """
+    try:
+        with aws_errors("token revocation"):
+            dynamodb().put_item(
+                TableName=settings().tokens_table,
+                Item=to_item({"bfid": REVOKED_PREFIX + bfid, "partnerId": partner_id, "revokedAt": now}),
+                ConditionExpression="attribute_not_exists(#b)", ExpressionAttributeNames={"#b": "bfid"})
+    except ConditionFailed:
+        pass  # deleted before: the answer is the same (idempotent)
+    try:
+        with aws_errors("token deletion"):
+            dynamodb().delete_item(
+                TableName=settings().tokens_table, Key=to_item({"bfid": bfid}),
+                ConditionExpression="attribute_not_exists(#b) OR #p = :p",
+                ExpressionAttributeNames={"#b": "bfid", "#p": "partnerId"},
+                ExpressionAttributeValues=to_item({":p": partner_id}))
+    except ConditionFailed:
+        pass  # another partner's item: impossible for a verified bfid (the scope names its partner)
+
+
+def is_revoked(bfid: str) -> bool:
+    """Whether ``bfid`` (a scope) has a revocation record: one strongly consistent GetItem of its key only."""
+    with aws_errors("token revocation check"):
+        out = dynamodb().get_item(TableName=settings().tokens_table, Key=to_item({"bfid": REVOKED_PREFIX + bfid}),
+                                  ConsistentRead=True, ProjectionExpression="#b",
+                                  ExpressionAttributeNames={"#b": "bfid"})
+    return bool(out.get("Item"))
+
+
+def revoked_among(scopes: set[str]) -> set[str]:
+    """The scopes of ``scopes`` that have a revocation record: BatchGetItem, 100 keys a call, strongly consistent
+    (unprocessed keys asked again)."""
+    found: set[str] = set()
+    table = settings().tokens_table
+    ordered = sorted(scopes)
+    for i in range(0, len(ordered), _BATCH_GET):
+        keys = [to_item({"bfid": REVOKED_PREFIX + s}) for s in ordered[i:i + _BATCH_GET]]
+        request: dict[str, Any] = {table: {"Keys": keys, "ConsistentRead": True, "ProjectionExpression": "#b",
+                                           "ExpressionAttributeNames": {"#b": "bfid"}}}
+        for _attempt in range(8):
+            with aws_errors("token revocation check"):
+                out = dynamodb().batch_get_item(RequestItems=request)
+            for raw in out.get("Responses", {}).get(table, []):
+                key = (from_item(raw) or {}).get("bfid", "")
+                found.add(str(key)[len(REVOKED_PREFIX):])
+            request = out.get("UnprocessedKeys") or {}
+            if not request:
+                break
+        else:
+            from vaultcore.errors import DependencyError
+
+            raise DependencyError("The revocation records could not be read.")
+    return found
 
 
 def stored_tokens(item: dict[str, Any]) -> dict[str, str]:

@@ -14,8 +14,14 @@ the card carries the data and the body did not give a value for them (a value in
 without ``vault_token_card_number`` cannot take a device payload (3030).
 
 Response: ``{success: true, reference?, messageId, bfid, values: [{name, value}]}`` (tokens, matched by name;
-order not guaranteed). With ``"omit": true`` the response carries no ``values``: the tokens are only
-available to the gateway's read step (one hour) under the bfid.
+order not guaranteed). The query parameter ``omit`` (issue 21): ``?omit=1`` leaves ``values`` out of the answer
+and keeps the tokens for one ``POST /api/tokenization/read`` (within the one-hour read window); ``?omit=2``
+answers them and keeps them readable too; ``?omit=0`` (or none) keeps them for the gateway's read step only.
+The body's ``"omit": true`` means ``?omit=1`` (the query parameter wins when both are sent). The signature's
+canonical resource is the path: the query string is not signed.
+
+The other routes of the function (detokenize, read, delete, batches, template validation, health checks) are
+in :mod:`vaultcore.tokens.endpoints`; :func:`tokenization_route` dispatches by the template's resource.
 """
 
 from __future__ import annotations
@@ -28,7 +34,8 @@ from vaultcore.auth.authenticator import authenticate_header
 from vaultcore.tokens.errors import NO_CARD_FIELD, OMIT_INVALID, VALUES_ENTRY, VALUES_MISSING, TokenServiceError
 from vaultcore.tokens.service import template_for, tokenize_values
 
-__all__ = ["tokenize_endpoint", "DEVICE_HEADERS", "CARD_NUMBER_FIELD", "CARD_EXPIRATION_FIELD"]
+__all__ = ["tokenize_endpoint", "tokenization_route", "omit_mode", "DEVICE_HEADERS", "CARD_NUMBER_FIELD",
+           "CARD_EXPIRATION_FIELD"]
 
 DEVICE_HEADERS = ("dev-device-serial", "dev-device-type", "dev-payload", "dev-ksn", "dev-client-id")
 CARD_NUMBER_FIELD = "vault_token_card_number"
@@ -77,20 +84,59 @@ def _device_values(partner_id: str, request: Request, template_ref: Any, given: 
     return [(name, value) for name, value in found.items() if value and name in template and name not in given]
 
 
+def omit_mode(request: Request, body: dict[str, Any]) -> int:
+    """0 (answer the tokens), 1 (leave them out, keep them for one read) or 2 (answer and keep): the query's
+    ``omit`` when sent (``0``, ``1`` or ``2``), else the body's boolean ``omit`` (true = 1). 3022 otherwise."""
+    raw = request.query.get("omit")
+    if raw is not None:
+        if raw not in ("0", "1", "2"):
+            raise TokenServiceError("omit must be 0, 1 or 2.", code=OMIT_INVALID)
+        if "omit" in body and not isinstance(body["omit"], bool):
+            raise TokenServiceError("omit must be true or false.", code=OMIT_INVALID)
+        return int(raw)
+    omit = body.get("omit", False)
+    if not isinstance(omit, bool):
+        raise TokenServiceError("omit must be true or false.", code=OMIT_INVALID)
+    return 1 if omit else 0
+
+
 def tokenize_endpoint(request: Request) -> Response:
     # Authenticate first: an unauthenticated caller learns nothing about its body's validity.
     caller = authenticate_header(request)
     body = json_object_body(request)
     reference = reference_of(body)
-    omit = body.get("omit", False)
-    if not isinstance(omit, bool):
-        raise TokenServiceError("omit must be true or false.", code=OMIT_INVALID)
+    omit = omit_mode(request, body)
     with_device = any(request.header(h) is not None for h in DEVICE_HEADERS)
     pairs = _body_values(body.get("values"), required=not with_device)
     if with_device:
         pairs += _device_values(caller.partner_id, request, body.get("templateRef"), {n for n, _ in pairs})
-    result = tokenize_values(caller.partner_id, body.get("templateRef"), pairs)  # type: ignore[arg-type]
+    result = tokenize_values(caller.partner_id, body.get("templateRef"), pairs,  # type: ignore[arg-type]
+                             readable=omit != 0)
     payload: dict[str, Any] = {"bfid": result.bfid}
-    if not omit:
+    if omit != 1:
         payload["values"] = [{"name": name, "value": token} for name, token in result.values.items()]
     return success(payload, reference)
+
+
+#: The TokenizeFunction's routes: template resource -> "module:function" (imported at init by functions/tokenize).
+ROUTES = {
+    "/api/tokenization/tokenize": tokenize_endpoint,
+    "/api/tokenization/detokenize": "detokenize_endpoint",
+    "/api/tokenization/read": "read_endpoint",
+    "/api/tokenization/delete": "delete_endpoint",
+    "/api/tokenization/batch/tokenize": "batch_tokenize_endpoint",
+    "/api/tokenization/batch/detokenize": "batch_detokenize_endpoint",
+    "/api/template/validate": "template_validate_endpoint",
+    "/api/healthcheck/tokenize": "healthcheck_endpoint",
+    "/api/healthcheck/detokenize": "healthcheck_endpoint",
+}
+
+
+def tokenization_route(request: Request) -> Response:
+    """The TokenizeFunction's one route: the tokenization API of the secure API, by the template's resource."""
+    target = ROUTES.get(request.resource, tokenize_endpoint)
+    if isinstance(target, str):
+        from vaultcore.tokens import endpoints
+
+        target = getattr(endpoints, target)
+    return target(request)  # type: ignore[operator]

@@ -21,9 +21,17 @@ probe which case applies.
 | 3014 | 400 | the bfid was issued for another templateRef |
 | 3015 | 400 | a token was not issued under the bfid (wrong, mistyped or another bfid's token; field not tokenized) |
 | 3016 | 400 | too many distinct tokens for one bfid (its text would exceed 1,024 characters) |
+| 3017 | 400 | the bfid was deleted: nothing under it detokenizes or reads again |
+| 3018 | 409 | the bfid's tokens were read already (read succeeds once per bfid) |
+| 3019 | 400 | the bfid's tokens were not kept for read (tokenize with ?omit=1 or ?omit=2) |
 | 3020 | 400 | values missing, empty, not an array, or more than 64 entries |
 | 3021 | 400 | a values entry is not an object with string name and value |
-| 3022 | 400 | omit is not a boolean |
+| 3022 | 400 | omit is not a boolean (body) or not 0, 1 or 2 (query) |
+| 3040 | 403 | the partner does not hold the detokenize permission |
+| 3041 | 403 | the template's accessMode does not allow detokenization |
+| 3042 | 400 | batch items missing, empty, not an array, or more than the batch limit |
+| 3043 | 400 | (batch item) the item is not an object, or its reference is not a string of at most 50 characters |
+| 3044 | 503 | (batch item) not processed: the request's work budget ran out; send the item again |
 | 3030 | 400 | device headers sent but the template has no card number field to fill |
 | 3050 | 400 | management: the template definition is invalid (the message says which member and rule) |
 | 3060 | 404 | management: no such tokenization key version |
@@ -33,7 +41,7 @@ probe which case applies.
 
 from __future__ import annotations
 
-from vaultcore.errors import Conflict, NotFound, ValidationError
+from vaultcore.errors import Conflict, NotFound, PermissionDenied, ValidationError
 
 __all__ = [
     "TokenServiceError",
@@ -55,6 +63,15 @@ __all__ = [
     "VALUES_MISSING",
     "VALUES_ENTRY",
     "OMIT_INVALID",
+    "BFID_DELETED",
+    "ALREADY_READ",
+    "NOT_READABLE",
+    "DETOKENIZE_NOT_PERMITTED",
+    "ACCESS_MODE_REFUSED",
+    "BATCH_ITEMS",
+    "BATCH_ITEM_INVALID",
+    "BATCH_BUDGET",
+    "TokenPermissionDenied",
     "NO_CARD_FIELD",
     "TEMPLATE_INVALID",
     "KEY_VERSION_UNKNOWN",
@@ -79,6 +96,14 @@ TOO_MANY_TOKENS = 3016
 VALUES_MISSING = 3020
 VALUES_ENTRY = 3021
 OMIT_INVALID = 3022
+BFID_DELETED = 3017
+ALREADY_READ = 3018
+NOT_READABLE = 3019
+DETOKENIZE_NOT_PERMITTED = 3040
+ACCESS_MODE_REFUSED = 3041
+BATCH_ITEMS = 3042
+BATCH_ITEM_INVALID = 3043
+BATCH_BUDGET = 3044
 NO_CARD_FIELD = 3030
 TEMPLATE_INVALID = 3050
 KEY_VERSION_UNKNOWN = 3060
@@ -102,3 +127,7 @@ class TokenNotFound(NotFound):
 
 class TokenConflict(Conflict):
     """Management API: the request conflicts with the key ring's state (HTTP 409, 30xx code)."""
+
+
+class TokenPermissionDenied(PermissionDenied):
+    """The secure API's detokenize endpoints: the partner or the template does not allow it (HTTP 403, 3040/3041)."""

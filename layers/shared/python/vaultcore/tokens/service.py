@@ -6,12 +6,21 @@
   only toward configured proxy targets and the gateway); :func:`detokenize_pairs`, its batch form (any number
   of tokens per field, one bfid verification), is the one implementation.
 * :func:`read_stored_tokens`: the gateway's bfid-only read step.
+* :func:`read_tokens_once`: the partner's ``read`` (issue 21), once per bfid; :func:`delete_bfid`: revocation.
 * :func:`template_for`: the template a tokenization would use (the endpoint fills card fields from it).
 
 Every bfid is verified before anything is looked up with it (DESIGN.md §4): the unverified partner id must be
 the caller's (else 3010 at once), the key version it names must be current or active, and its MAC must verify
 under that version's key (:func:`vaultcore.tokens.bfid.parse_bfid`); only then are the Tokens table, the template
 or the token engine touched. All of these failures are the same 3010 error.
+
+Deletion (issue 21): a deleted bfid's scope has a revocation record (:mod:`vaultcore.store.tokens`). Every use of
+a verified bfid (detokenization by the proxy, the gateway and the secure API, the read steps, tokenizing more
+under it) looks it up — one strongly consistent GetItem of the record's key, or a BatchGetItem per 100 bfids
+of a batch — and refuses a deleted bfid with 3017. "Not deleted" is remembered per container for at most
+:data:`REVOCATION_CACHE_SECONDS` (so a gateway request's read step and detokenization make one lookup),
+"deleted" for good: a deletion takes effect in the container that made it at once and everywhere within that
+bound.
 
 Detokenization integrity: a bfid (version 2 or 3) carries a 32-bit keyed tag per token it was issued with
 (:mod:`vaultcore.tokens.bfid`). Tokenization draws the bfid's core, tokenizes under its scope, then seals the
@@ -36,6 +45,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from vaultcore import clock, metrics
+from vaultcore.cache import TTLCache
 from vaultcore.logs import get_logger
 from vaultcore.store import tokens as token_store
 from vaultcore.tokens import keys as token_keys
@@ -62,6 +72,9 @@ from vaultcore.tokens.engine import (
     tokenize_value,
 )
 from vaultcore.tokens.errors import (
+    ACCESS_MODE_REFUSED,
+    ALREADY_READ,
+    BFID_DELETED,
     BFID_INVALID,
     BFID_INVALID_MESSAGE,
     BFID_OTHER_TEMPLATE,
@@ -69,6 +82,7 @@ from vaultcore.tokens.errors import (
     FIELD_INACTIVE,
     FIELD_IRREVERSIBLE,
     FIELD_UNKNOWN,
+    NOT_READABLE,
     READ_WINDOW,
     TEMPLATE_REF_MISSING,
     TEMPLATE_UNKNOWN,
@@ -78,6 +92,8 @@ from vaultcore.tokens.errors import (
     VALUE_LENGTH,
     VALUES_ENTRY,
     VALUES_MISSING,
+    TokenConflict,
+    TokenPermissionDenied,
     TokenServiceError,
 )
 from vaultcore.tokens.template_store import StoredTemplate
@@ -85,10 +101,15 @@ from vaultcore.tokens.templates import Template, TemplateError, TemplateField
 from vaultcore.tokens.validation import ValueRuleError, check_value
 
 __all__ = ["TokenizeResult", "TokenServiceError", "tokenize_values", "detokenize_values", "detokenize_pairs",
-           "read_stored_tokens", "template_for", "READ_WINDOW_SECONDS", "reset_caches"]
+           "read_stored_tokens", "read_tokens_once", "delete_bfid", "check_access_mode", "verify_bfid",
+           "detokenize_verified", "revoked_scopes", "template_for", "READ_WINDOW_SECONDS", "REVOCATION_CACHE_SECONDS", "reset_caches"]
 
 #: The gateway's read-and-detokenize window (spec Limits: one hour from data capture).
 READ_WINDOW_SECONDS = 3600
+#: How long a container trusts a "not deleted" answer of the revocation lookup (the deletion bound, README).
+REVOCATION_CACHE_SECONDS = 1.0
+_not_revoked: TTLCache[bool] = TTLCache(REVOCATION_CACHE_SECONDS, max_items=4096)
+_revoked: TTLCache[bool] = TTLCache(3600.0, max_items=4096)  # a revocation is permanent
 _log = get_logger("tokens")
 
 
@@ -105,9 +126,27 @@ class TokenizeResult:
 
 
 def reset_caches() -> None:
-    """Forget every per-container cache of the service (keys, key rings, templates)."""
+    """Forget every per-container cache of the service (keys, key rings, templates, revocation answers)."""
     token_keys.reset_caches()
     template_store.reset_caches()
+    _not_revoked.clear()
+    _revoked.clear()
+
+
+def _deleted() -> TokenServiceError:
+    return TokenServiceError("The bfid was deleted.", code=BFID_DELETED)
+
+
+def _check_revocation(scope: str) -> None:
+    """3017 when the scope has a revocation record (module docstring: one GetItem, or a cached answer)."""
+    if _revoked.get(scope):
+        raise _deleted()
+    if _not_revoked.get(scope):
+        return
+    if token_store.is_revoked(scope):
+        _revoked.put(scope, True)
+        raise _deleted()
+    _not_revoked.put(scope, True)
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -187,8 +226,11 @@ def _invalid_bfid() -> TokenServiceError:
     return TokenServiceError(BFID_INVALID_MESSAGE, code=BFID_INVALID)
 
 
-def _verify(partner_id: str, bfid: object) -> tuple[BfidInfo, token_keys.TokenKeys, StoredTemplate]:
-    """Verify ``bfid`` for ``partner_id`` before any lookup keyed by it (module docstring); one 3010 otherwise."""
+def _verify(partner_id: str, bfid: object, *, revocation: bool = False
+            ) -> tuple[BfidInfo, token_keys.TokenKeys, StoredTemplate]:
+    """Verify ``bfid`` for ``partner_id`` before any lookup keyed by it (module docstring); one 3010 otherwise.
+    With ``revocation``, then 3017 for a deleted bfid (detokenization looks it up after its own checks, just
+    before FF1 runs, so a refused token costs no lookup)."""
     if not isinstance(bfid, str):
         raise _invalid_bfid()
     try:
@@ -209,14 +251,31 @@ def _verify(partner_id: str, bfid: object) -> tuple[BfidInfo, token_keys.TokenKe
     stored = None if named is None else template_store.load_version(partner_id, named[0], named[1])
     if stored is None:  # a verified bfid always names a published template: only data loss gets here
         raise TokenServiceError("The bfid's template is not available.", code=TEMPLATE_UNKNOWN)
+    if revocation:
+        _check_revocation(info.scope)
     return info, keys, stored
+
+
+def verify_bfid(partner_id: str, bfid: object, *, revocation: bool = False
+                ) -> tuple[BfidInfo, token_keys.TokenKeys, StoredTemplate]:
+    """:func:`_verify` for the secure API's endpoints (batches verify each bfid, then look them up together)."""
+    return _verify(partner_id, bfid, revocation=revocation)
+
+
+def check_access_mode(partner_id: str, stored: StoredTemplate) -> None:
+    """3041 unless the latest version of the bfid's template has ``accessMode: detokenize`` (so a template owner
+    can withdraw detokenization for every bfid of the template by publishing a new version)."""
+    latest = template_store.load_latest(partner_id, stored.template_ref) or stored
+    if not latest.template.detokenizable:
+        raise TokenPermissionDenied("The template's accessMode does not allow detokenization.",
+                                    code=ACCESS_MODE_REFUSED)
 
 
 # ---------------------------------------------------------------------------------------------- the API
 
 
 def tokenize_values(partner_id: str, template_ref: str, values: list[tuple[str, str]], *, bfid: str | None = None,
-                    store: bool = True) -> TokenizeResult:
+                    store: bool = True, readable: bool = False, log: bool = True) -> TokenizeResult:
     """Tokenize ``values`` (``(field name, clear value)`` pairs) with the partner's template ``template_ref``.
 
     Without ``bfid`` a new bfid is issued under the partner's current key and the template's latest version,
@@ -227,7 +286,9 @@ def tokenize_values(partner_id: str, template_ref: str, values: list[tuple[str, 
     version-1 bfid); 3016 when the tags no longer fit a bfid of 1,024 characters.
     Every value is validated (3002-3005, 3020, 3021) before anything is encrypted or written.
     With ``store`` the tokens are written under the bfid's scope to the Tokens table, readable for
-    :data:`READ_WINDOW_SECONDS` by :func:`read_stored_tokens` (one DynamoDB write).
+    :data:`READ_WINDOW_SECONDS` by :func:`read_stored_tokens` (one DynamoDB write); ``readable`` also lets the
+    partner's :func:`read_tokens_once` fetch them (tokenize with ``omit``). ``log=False``: no log line and no
+    metric (a batch writes one for all its items).
     """
     pairs = _pairs(values)
     if bfid is None:
@@ -236,7 +297,7 @@ def tokenize_values(partner_id: str, template_ref: str, values: list[tuple[str, 
     else:
         if not isinstance(template_ref, str) or not template_ref:
             raise TokenServiceError("templateRef is required.", code=TEMPLATE_REF_MISSING)
-        info, keys, stored = _verify(partner_id, bfid)
+        info, keys, stored = _verify(partner_id, bfid, revocation=True)
         if stored.template_ref != template_ref:
             raise TokenServiceError("The bfid was issued for another templateRef.", code=BFID_OTHER_TEMPLATE)
     fields = [(_field(stored.template, name), value) for name, value in pairs]
@@ -266,9 +327,10 @@ def tokenize_values(partner_id: str, template_ref: str, values: list[tuple[str, 
         # Rounded up, so the read window is never shorter than the hour (the clock has sub-second precision).
         expires_at = math.ceil(clock.now()) + READ_WINDOW_SECONDS
         token_store.put_tokens(info.scope, partner_id, stored.template_ref, stored.version, keys.version, tokens, now,
-                               expires_at)
-    _log.info("values tokenized", extra={"partner_id": partner_id, "count": len(tokens), "event": "tokenize"})
-    metrics.values_tokenized(len(tokens))
+                               expires_at, readable=readable)
+    if log:
+        _log.info("values tokenized", extra={"partner_id": partner_id, "count": len(tokens), "event": "tokenize"})
+        metrics.values_tokenized(len(tokens))
     return TokenizeResult(bfid, tokens, stored.template_ref, stored.version, keys.version)
 
 
@@ -308,8 +370,19 @@ def detokenize_pairs(partner_id: str, bfid: str, pairs: Iterable[tuple[str, str]
     return _detokenize_verified(partner_id, info, keys, stored, items, message)
 
 
+def detokenize_verified(partner_id: str, verified: tuple[BfidInfo, token_keys.TokenKeys, StoredTemplate],
+                        pairs: list[tuple[str, str]], *, revocation: bool = True, log: bool = True) -> list[str]:
+    """The secure API's detokenization of ``pairs`` under a bfid :func:`verify_bfid` verified (whose access mode
+    the caller checked): the checks and codes of :func:`detokenize_pairs`; ``revocation=False`` when the caller
+    looked the bfid up itself (a batch: :func:`revoked_scopes`)."""
+    info, keys, stored = verified
+    return _detokenize_verified(partner_id, info, keys, stored, list(pairs),
+                                "values must be a list of name and token pairs.", revocation=revocation, log=log)
+
+
 def _detokenize_verified(partner_id: str, info: BfidInfo, keys: token_keys.TokenKeys, stored: StoredTemplate,
-                         items: list[object], message: str) -> list[str]:
+                         items: list[object], message: str, *, revocation: bool = True, log: bool = True
+                         ) -> list[str]:
     """Check every ``(name, token)`` of ``items`` under the verified bfid ``info``, then invert FF1 for each."""
     now = clock.now()
     template = stored.template
@@ -336,6 +409,8 @@ def _detokenize_verified(partner_id: str, info: BfidInfo, keys: token_keys.Token
             vouched.add((name, token))
         checked.append((f, token))
     # Every token is checked before FF1 runs for any of them: one refused token and no clear value is made.
+    if revocation:
+        _check_revocation(info.scope)  # a deleted bfid: 3017 (one GetItem, or the container's short answer)
     clear: dict[tuple[str, str], str] = {}
     out: list[str] = []
     for f, token in checked:
@@ -347,8 +422,9 @@ def _detokenize_verified(partner_id: str, info: BfidInfo, keys: token_keys.Token
             except TokenError as exc:
                 raise _engine_error(exc) from None
         out.append(value)
-    _log.info("tokens detokenized", extra={"partner_id": partner_id, "count": len(out), "event": "detokenize"})
-    metrics.values_detokenized(len(out))
+    if log:
+        _log.info("tokens detokenized", extra={"partner_id": partner_id, "count": len(out), "event": "detokenize"})
+        metrics.values_detokenized(len(out))
     return out
 
 
@@ -360,7 +436,7 @@ def read_stored_tokens(partner_id: str, bfid: str) -> dict[str, str]:
     bfid's scope's: of its tokens, only those the bfid vouches for are returned (an extended bfid's item also
     holds the tokens added under the extension).
     """
-    info, keys, stored = _verify(partner_id, bfid)
+    info, keys, stored = _verify(partner_id, bfid, revocation=True)
     item = token_store.get_token_item(info.scope)
     expires_at = item.get("expiresAt") if item is not None else None
     if (item is None or item.get("partnerId") != partner_id or not isinstance(expires_at, int | float)
@@ -369,3 +445,58 @@ def read_stored_tokens(partner_id: str, bfid: str) -> dict[str, str]:
                                 code=READ_WINDOW)
     return {name: token for name, token in token_store.stored_tokens(item).items()
             if name in stored.template and _issued(keys, info, stored.template, name, token)}
+
+
+def read_tokens_once(partner_id: str, bfid: str, read_id: str) -> dict[str, str]:
+    """The partner's ``read`` (issue 21): the tokens stored under ``bfid``, once per bfid, within the read window.
+
+    The bfid is verified (3010) and looked up in the revocation records (3017); then one conditional UpdateItem
+    claims the item for this read (:func:`vaultcore.store.tokens.claim_partner_read`: ``read_id`` is the caller's
+    random id of this request, so an SDK retry of the same write succeeds again and no second read does). A
+    failed condition is resolved by reading the item back: claimed by another read 3018 (HTTP 409); kept but
+    not for ``read`` (tokenized without ``omit``) 3019; absent, another partner's or past its window 3011.
+    Independent of the gateway's read step (:func:`read_stored_tokens`) and of the gateway's own one-time read
+    of an iframe eToken: each has its own attribute.
+    """
+    info, keys, stored = _verify(partner_id, bfid, revocation=True)
+    now = clock.now()
+    item = token_store.claim_partner_read(info.scope, partner_id, read_id, now)
+    if item is None:
+        item = token_store.get_token_item(info.scope)
+        expires_at = item.get("expiresAt") if item is not None else None
+        if (item is None or item.get("partnerId") != partner_id or not isinstance(expires_at, int | float)
+                or expires_at <= now):
+            raise TokenServiceError("Nothing is stored under this bfid, or its one-hour read window has passed.",
+                                    code=READ_WINDOW)
+        if item.get("partner_read_by") not in (None, read_id):
+            raise TokenConflict("The tokens of this bfid were read already: read succeeds once per bfid.",
+                                code=ALREADY_READ)
+        if item.get("readable") is not True:
+            raise TokenServiceError("The tokens of this bfid were not kept for read: tokenize with omit.",
+                                    code=NOT_READABLE)
+        raise TokenServiceError("Nothing is stored under this bfid, or its one-hour read window has passed.",
+                                code=READ_WINDOW)  # the condition failed for a reason the item no longer shows
+    _log.info("tokens read", extra={"partner_id": partner_id, "event": "read"})
+    return {name: token for name, token in token_store.stored_tokens(item).items()
+            if name in stored.template and _issued(keys, info, stored.template, name, token)}
+
+
+def delete_bfid(partner_id: str, bfid: str) -> None:
+    """Delete ``bfid`` (issue 21): its revocation record, then its stored tokens. Idempotent: deleting a deleted
+    bfid answers the same. The bfid must verify (3010); the revocation covers its scope, so every extension of
+    it (the same tokenization) is deleted with it."""
+    info, _keys, _stored = _verify(partner_id, bfid, revocation=False)
+    token_store.revoke_scope(info.scope, partner_id, int(clock.now()))
+    _not_revoked.invalidate(info.scope)
+    _revoked.put(info.scope, True)
+    _log.info("bfid deleted", extra={"partner_id": partner_id, "event": "delete"})
+
+
+def revoked_scopes(scopes: set[str]) -> set[str]:
+    """The deleted scopes among ``scopes`` (a batch's one lookup: BatchGetItem, 100 keys a call)."""
+    known = {s for s in scopes if _revoked.get(s)}
+    unknown = {s for s in scopes - known if not _not_revoked.get(s)}
+    found = token_store.revoked_among(unknown) if unknown else set()
+    for s in unknown:
+        (_revoked if s in found else _not_revoked).put(s, True)
+    return known | found

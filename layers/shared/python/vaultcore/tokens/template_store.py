@@ -98,6 +98,8 @@ def _from_item(item: dict[str, Any]) -> StoredTemplate:
     data = {"templateRef": item["templateRef"], "fields": item["fields"]}
     if item.get("name") is not None:
         data["name"] = item["name"]
+    if item.get("accessMode") is not None:
+        data["accessMode"] = item["accessMode"]
     return StoredTemplate(Template.from_dict(data), int(item["version"]), int(item.get("createdAt", 0)))
 
 
@@ -193,6 +195,8 @@ def create_template(partner_id: str, body: dict[str, Any]) -> StoredTemplate:
                 "partnerId": partner_id, "templateRef": template.template_ref, "version": version,
                 "name": template.name, "fields": [f.to_dict() for f in template.fields],
                 "createdAt": created_at}
+        if template.access_mode != "tokenize":
+            item["accessMode"] = template.access_mode
         try:
             registry.put_new(item)
         except registry.ConditionFailed:

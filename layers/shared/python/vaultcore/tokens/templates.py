@@ -404,6 +404,10 @@ def _min_chars(radix: int) -> int:
     return n
 
 
+#: A template's ``accessMode`` values (:attr:`Template.access_mode`).
+ACCESS_MODES = ("tokenize", "detokenize")
+
+
 def _names(enum: type[StrEnum]) -> str:
     return ", ".join(str(e) for e in enum)
 
@@ -418,6 +422,10 @@ class Template:
     template_ref: str
     fields: tuple[TemplateField, ...]
     name: str | None = None
+    #: Who may detokenize through the secure API's detokenize endpoints (issue 21): ``tokenize`` (the default:
+    #: clear values leave only through the proxy and the gateway) or ``detokenize`` (partners holding the
+    #: detokenize permission may also reveal them). The template's latest version decides, for every bfid of it.
+    access_mode: str = "tokenize"
     _by_name: dict[str, TemplateField] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -425,6 +433,8 @@ class Template:
             raise TemplateError("templateRef must be 1 to 32 letters and digits")
         if self.name is not None and (not isinstance(self.name, str) or len(self.name) > _MAX_NAME):
             raise TemplateError(f"name must be a string of at most {_MAX_NAME} characters")
+        if self.access_mode not in ACCESS_MODES:
+            raise TemplateError("accessMode must be 'tokenize' or 'detokenize'")
         fields = tuple(self.fields)
         if not 1 <= len(fields) <= MAX_FIELDS:
             raise TemplateError(f"a template needs 1 to {MAX_FIELDS} fields")
@@ -452,16 +462,26 @@ class Template:
         out: dict[str, Any] = {"templateRef": self.template_ref, "fields": [f.to_dict() for f in self.fields]}
         if self.name is not None:
             out["name"] = self.name
+        if self.access_mode != "tokenize":  # stored templates of before issue 21 keep their exact form
+            out["accessMode"] = self.access_mode
         return out
+
+    @property
+    def detokenizable(self) -> bool:
+        """Whether the secure API's detokenize endpoints may reveal this template's values (``accessMode``)."""
+        return self.access_mode == "detokenize"
 
     @classmethod
     def from_dict(cls, data: Any, *, template_ref: str | None = None) -> Template:
         """Build from stored or request JSON; ``template_ref`` fills a missing ``templateRef`` (new templates)."""
         if not isinstance(data, Mapping):
             raise TemplateError("a template must be an object")
-        unknown = sorted(set(data) - {"templateRef", "name", "fields"})
+        unknown = sorted(set(data) - {"templateRef", "name", "fields", "accessMode"})
         if unknown:
-            raise TemplateError(f"unknown member {unknown[0]!r} (expected fields, name, templateRef)")
+            raise TemplateError(f"unknown member {unknown[0]!r} (expected fields, name, templateRef, accessMode)")
+        access_mode = data.get("accessMode", "tokenize")
+        if not isinstance(access_mode, str) or access_mode not in ACCESS_MODES:
+            raise TemplateError("accessMode must be 'tokenize' or 'detokenize'")
         ref = data.get("templateRef", template_ref)
         if ref is None:
             raise TemplateError("templateRef is required")
@@ -476,7 +496,7 @@ class Template:
                 fields.append(TemplateField.from_dict(raw))
             except TemplateError as exc:
                 raise TemplateError(f"fields[{i}]: {exc}") from None
-        return cls(template_ref=ref, fields=tuple(fields), name=data.get("name"))
+        return cls(template_ref=ref, fields=tuple(fields), name=data.get("name"), access_mode=access_mode)
 
 
 def generate_template_ref() -> str:

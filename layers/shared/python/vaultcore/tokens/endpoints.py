@@ -1,0 +1,289 @@
+"""The rest of the tokenization API of the secure API (issue 21), served by TokenizeFunction with tokenize.
+
+Every route but the health checks authenticates like tokenize (HMAC, Basic for key-security partners; the
+uniform 1003). Bodies are JSON objects with an optional ``reference`` (echoed).
+
+* ``POST /api/tokenization/detokenize`` ``{reference?, bfid, values: [{name, value}]}`` → the clear values,
+  matched by name. Allowed when the partner holds the ``detokenize`` permission (management API; off by
+  default: 3040) and the latest version of the bfid's template has ``accessMode: detokenize`` (3041); then the
+  service's checks (3010, 3017 deleted, 3002, 3012 irreversible, 3013, 3003/3004, 3015 not issued under the
+  bfid). An audit record (partner, bfid, field names, time, source IP; never a value) is written before the
+  values are answered: no record, no values.
+* ``POST /api/tokenization/read`` ``{reference?, bfid}`` → the tokens kept for ``read`` (tokenize with
+  ``?omit=1``/``?omit=2``), once per bfid (3018 after), within the one-hour read window (3011).
+* ``POST /api/tokenization/delete`` ``{reference?, bfid}`` → ``deleted: true``; idempotent. Afterwards nothing
+  under the bfid detokenizes or reads (3017), anywhere.
+* ``POST /api/tokenization/batch/tokenize`` and ``/batch/detokenize`` ``{reference?, items: [...]}`` (1 to
+  :data:`MAX_BATCH_ITEMS` items, 3042) → ``{success, messageId, items}``, one entry per item in order, each
+  ``{itemIndex, itemReference, ...}`` with its result or its ``errCode``/``errMessage``. Items succeed or fail
+  on their own. Work is bounded: items are processed within :data:`BATCH_BUDGET_SECONDS` of work (the proxy's
+  WorkBudget, :mod:`vaultcore.net.deadline`); the items left when it runs out answer 3044 (send them again).
+  Batch tokenize keeps no tokens for the read steps (use the bfid with its tokens).
+* ``POST /api/template/validate`` ``{reference?, templateRef}`` → whether the template exists for the partner
+  (built-in included), is active and usable, its field names, ``accessMode`` and whether this partner may
+  detokenize under it.
+* ``GET /api/healthcheck/tokenize`` and ``/detokenize``: no credentials; a synthetic value round-trips through
+  the token engine under a random key of the container (no partner key, nothing stored) and the Tokens table
+  answers one read; the answer is ``{success: true, messageId, status: "ok"}`` and reveals nothing else.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from vaultcore.api.http import Request, Response
+from vaultcore.api.secure import MAX_REFERENCE_LENGTH, json_object_body, reference_of, success
+from vaultcore.auth.authenticator import authenticate_header
+from vaultcore.errors import VaultError
+from vaultcore.logs import get_logger
+from vaultcore.net import deadline
+from vaultcore.store import audit
+from vaultcore.store import tokens as token_store
+from vaultcore.tokens import service, template_store
+from vaultcore.tokens.api import _body_values
+from vaultcore.tokens.errors import (
+    BATCH_BUDGET,
+    BATCH_ITEM_INVALID,
+    BATCH_ITEMS,
+    BFID_DELETED,
+    DETOKENIZE_NOT_PERMITTED,
+    TEMPLATE_REF_MISSING,
+    TokenPermissionDenied,
+    TokenServiceError,
+)
+
+__all__ = ["detokenize_endpoint", "read_endpoint", "delete_endpoint", "batch_tokenize_endpoint",
+           "batch_detokenize_endpoint", "template_validate_endpoint", "healthcheck_endpoint", "MAX_BATCH_ITEMS",
+           "BATCH_BUDGET_SECONDS"]
+
+#: Items per batch request (a batch of 1,000 card numbers is about 110 KB, under the 256 KiB body limit).
+MAX_BATCH_ITEMS = 1000
+#: Work per batch request (CPU spent on its items, not the waits for DynamoDB), like the proxy's pattern budget.
+BATCH_BUDGET_SECONDS = 5.0
+_log = get_logger("tokens.api")
+
+
+def _bfid_of(body: dict[str, Any]) -> str:
+    bfid = body.get("bfid")
+    if not isinstance(bfid, str):
+        raise service._invalid_bfid()  # the same 3010 as any bfid that does not verify
+    return bfid
+
+
+def _require_permission(caller: Any) -> None:
+    if not caller.partner.may_detokenize:
+        raise TokenPermissionDenied("This partner does not hold the detokenize permission.",
+                                    code=DETOKENIZE_NOT_PERMITTED)
+
+
+def _values_out(names: list[str], values: list[str]) -> list[dict[str, str]]:
+    return [{"name": n, "value": v} for n, v in zip(names, values, strict=True)]
+
+
+# ------------------------------------------------------------------------------------------- single calls
+
+
+def detokenize_endpoint(request: Request) -> Response:
+    caller = authenticate_header(request)
+    body = json_object_body(request)
+    reference = reference_of(body)
+    _require_permission(caller)
+    bfid = _bfid_of(body)
+    pairs = _body_values(body.get("values"), required=True)
+    verified = service.verify_bfid(caller.partner_id, bfid)
+    service.check_access_mode(caller.partner_id, verified[2])
+    clear = service.detokenize_verified(caller.partner_id, verified, pairs)
+    names = [n for n, _ in pairs]
+    audit.write_records(caller.partner_id, [(bfid, sorted(set(names)))], operation="detokenize",
+                        source_ip=request.source_ip, request_id=request.request_id)
+    return success({"bfid": bfid, "values": _values_out(names, clear)}, reference)
+
+
+def read_endpoint(request: Request) -> Response:
+    caller = authenticate_header(request)
+    body = json_object_body(request)
+    reference = reference_of(body)
+    bfid = _bfid_of(body)
+    tokens = service.read_tokens_once(caller.partner_id, bfid, secrets.token_hex(16))
+    return success({"bfid": bfid, "values": [{"name": n, "value": t} for n, t in tokens.items()]}, reference)
+
+
+def delete_endpoint(request: Request) -> Response:
+    caller = authenticate_header(request)
+    body = json_object_body(request)
+    reference = reference_of(body)
+    bfid = _bfid_of(body)
+    service.delete_bfid(caller.partner_id, bfid)
+    return success({"bfid": bfid, "deleted": True}, reference)
+
+
+def template_validate_endpoint(request: Request) -> Response:
+    caller = authenticate_header(request)
+    body = json_object_body(request)
+    reference = reference_of(body)
+    ref = body.get("templateRef")
+    if not isinstance(ref, str) or not ref:
+        raise TokenServiceError("templateRef is required.", code=TEMPLATE_REF_MISSING)
+    stored = template_store.load_latest(caller.partner_id, ref)
+    if stored is None:
+        return success({"templateRef": ref[:64], "exists": False, "active": False, "usable": False,
+                        "fields": [], "detokenize": False}, reference)
+    template = stored.template
+    return success({"templateRef": stored.template_ref, "exists": True, "active": True, "usable": True,
+                    "version": stored.version, "builtin": stored.builtin, "accessMode": template.access_mode,
+                    "fields": [f.name for f in template.fields],
+                    "detokenize": template.detokenizable and caller.partner.may_detokenize}, reference)
+
+
+# ----------------------------------------------------------------------------------------------- batches
+
+
+def _items_of(body: dict[str, Any]) -> list[Any]:
+    items = body.get("items")
+    if not isinstance(items, list) or not items or len(items) > MAX_BATCH_ITEMS:
+        raise TokenServiceError(f"items must be an array of 1 to {MAX_BATCH_ITEMS} items.", code=BATCH_ITEMS)
+    return items
+
+
+def _item_reference(item: Any) -> str | None:
+    """The item's reference (None when absent); 3043 when the item is not an object or its reference invalid."""
+    if not isinstance(item, dict):
+        raise TokenServiceError("The item must be an object.", code=BATCH_ITEM_INVALID)
+    ref = item.get("reference")
+    if ref is not None and (not isinstance(ref, str) or len(ref) > MAX_REFERENCE_LENGTH):
+        raise TokenServiceError(f"The item's reference must be a string of at most {MAX_REFERENCE_LENGTH} "
+                                "characters.", code=BATCH_ITEM_INVALID)
+    return ref
+
+
+def _item_error(index: int, reference: str | None, exc: VaultError) -> dict[str, Any]:
+    return {"itemIndex": index, "itemReference": reference, "errCode": exc.code, "errMessage": exc.message}
+
+
+_OUT_OF_BUDGET = TokenServiceError("Not processed: the request's work budget ran out; send the item again.",
+                                   code=BATCH_BUDGET)
+
+
+def _batch_answer(items: list[dict[str, Any]], reference: str | None) -> Response:
+    failed = sum(1 for it in items if "errCode" in it)
+    return success({"succeeded": len(items) - failed, "failed": failed, "items": items}, reference)
+
+
+def batch_tokenize_endpoint(request: Request) -> Response:
+    caller = authenticate_header(request)
+    body = json_object_body(request)
+    reference = reference_of(body)
+    items = _items_of(body)
+    out: list[dict[str, Any]] = []
+    budget = deadline.WorkBudget(BATCH_BUDGET_SECONDS)
+    tokenized = 0
+    for index, item in enumerate(items):
+        ref = item.get("reference") if isinstance(item, dict) and isinstance(item.get("reference"), str) else None
+        if budget.exhausted:
+            out.append(_item_error(index, ref, _OUT_OF_BUDGET))
+            continue
+        try:
+            with budget.metered():
+                ref = _item_reference(item)
+                pairs = _body_values(item.get("values"), required=True)
+                result = service.tokenize_values(caller.partner_id, item.get("templateRef"), pairs, store=False,
+                                                 log=False)
+        except VaultError as exc:
+            if exc.status >= 500:
+                raise
+            out.append(_item_error(index, ref if isinstance(ref, str) and len(ref) <= 50 else None, exc))
+            continue
+        tokenized += len(result.values)
+        out.append({"itemIndex": index, "itemReference": ref, "bfid": result.bfid,
+                    "values": [{"name": n, "value": t} for n, t in result.values.items()]})
+    _log.info("batch tokenized", extra={"partner_id": caller.partner_id, "count": tokenized, "items": len(items),
+                                        "event": "batch_tokenize"})
+    from vaultcore import metrics
+
+    metrics.values_tokenized(tokenized)
+    return _batch_answer(out, reference)
+
+
+def batch_detokenize_endpoint(request: Request) -> Response:
+    caller = authenticate_header(request)
+    body = json_object_body(request)
+    reference = reference_of(body)
+    _require_permission(caller)
+    items = _items_of(body)
+    budget = deadline.WorkBudget(BATCH_BUDGET_SECONDS)
+    results: list[dict[str, Any] | None] = [None] * len(items)
+    pending: list[tuple[int, str | None, str, Any, list[tuple[str, str]]]] = []
+    # 1. every item checked and its bfid verified (no AWS call: keys and templates are cached)
+    for index, item in enumerate(items):
+        ref = item.get("reference") if isinstance(item, dict) and isinstance(item.get("reference"), str) else None
+        if budget.exhausted:
+            results[index] = _item_error(index, ref, _OUT_OF_BUDGET)
+            continue
+        try:
+            with budget.metered():
+                ref = _item_reference(item)
+                bfid = _bfid_of(item)
+                pairs = _body_values(item.get("values"), required=True)
+                verified = service.verify_bfid(caller.partner_id, bfid, revocation=False)
+                service.check_access_mode(caller.partner_id, verified[2])
+        except VaultError as exc:
+            if exc.status >= 500:
+                raise
+            results[index] = _item_error(index, ref if isinstance(ref, str) and len(ref) <= 50 else None, exc)
+            continue
+        pending.append((index, ref, bfid, verified, pairs))
+    # 2. the revocation records of all of them at once (BatchGetItem, 100 a call)
+    deleted = service.revoked_scopes({v[0].scope for _, _, _, v, _ in pending})
+    # 3. detokenize each (budgeted), then one audit record per item before any value is answered
+    entries: list[tuple[str, list[str]]] = []
+    count = 0
+    for index, ref, bfid, verified, pairs in pending:
+        if verified[0].scope in deleted:
+            results[index] = _item_error(index, ref, TokenServiceError("The bfid was deleted.", code=BFID_DELETED))
+            continue
+        if budget.exhausted:
+            results[index] = _item_error(index, ref, _OUT_OF_BUDGET)
+            continue
+        try:
+            with budget.metered():
+                clear = service.detokenize_verified(caller.partner_id, verified, pairs, revocation=False, log=False)
+        except VaultError as exc:
+            if exc.status >= 500:
+                raise
+            results[index] = _item_error(index, ref, exc)
+            continue
+        names = [n for n, _ in pairs]
+        count += len(clear)
+        entries.append((bfid, sorted(set(names))))
+        results[index] = {"itemIndex": index, "itemReference": ref, "bfid": bfid, "values": _values_out(names, clear)}
+    audit.write_records(caller.partner_id, entries, operation="batch/detokenize", source_ip=request.source_ip,
+                        request_id=request.request_id)
+    _log.info("batch detokenized", extra={"partner_id": caller.partner_id, "count": count, "items": len(items),
+                                          "event": "batch_detokenize"})
+    from vaultcore import metrics
+
+    metrics.values_detokenized(count)
+    return _batch_answer([r for r in results if r is not None], reference)
+
+
+# ------------------------------------------------------------------------------------------ health checks
+
+_HEALTH_KEY = secrets.token_bytes(32)  # a random key of the container: no partner key is ever touched
+_HEALTH_VALUE = "4111111111111111"  # a public test card number, never a customer's
+
+
+def healthcheck_endpoint(request: Request) -> Response:
+    """A synthetic card number tokenized and detokenized by the engine under :data:`_HEALTH_KEY` and a random
+    scope, and one read of the Tokens table (the revocation lookup of a key no bfid has). Any failure is the
+    internal error (errCode 1, HTTP 500); the success reveals nothing but ``status: ok``."""
+    from vaultcore.tokens.engine import detokenize_value, tokenize_value
+    from vaultcore.tokens.templates import GATEWAY_TEMPLATE
+
+    field = GATEWAY_TEMPLATE.get_field("vault_token_card_number")
+    scope = secrets.token_urlsafe(24)
+    token = tokenize_value(_HEALTH_KEY, scope, field, _HEALTH_VALUE)
+    if detokenize_value(_HEALTH_KEY, scope, field, token) != _HEALTH_VALUE:
+        raise VaultError("Internal error: the token engine failed its round trip.")
+    token_store.is_revoked("healthcheck")
+    return success({"status": "ok"}, None)
