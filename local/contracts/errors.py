@@ -79,10 +79,23 @@ TOKEN_CODES: dict[int, tuple[str, bool]] = {
     3015: ("A token was not issued under the bfid (wrong or mistyped token, another bfid's token, a field not "
            "tokenized under it) (HTTP 400).", False),
     3016: ("Too many distinct tokens under one bfid (its text would exceed 1,024 characters) (HTTP 400).", False),
+    3017: ("The bfid was deleted (`POST /api/tokenization/delete`): nothing under it detokenizes or reads again "
+           "(HTTP 400; proxy and gateway refuse it too).", False),
+    3018: ("The bfid's tokens were read already: `read` succeeds once per bfid (HTTP 409).", False),
+    3019: ("The bfid's tokens were not kept for `read`: tokenize with `?omit=1` or `?omit=2` (HTTP 400).", False),
     3020: ("`values` missing, empty, not an array, or more than 64 entries (HTTP 400).", False),
     3021: ("A `values` entry is not `{name, value}` with string members (HTTP 400).", False),
-    3022: ("`omit` is not a boolean (HTTP 400).", False),
+    3022: ("`omit` is not a boolean (body), or not 0, 1 or 2 (query) (HTTP 400).", False),
     3030: ("Device headers sent but the template has no `vault_token_card_number` (HTTP 400).", False),
+    3040: ("The partner does not hold the detokenize permission (management API; off by default) (HTTP 403).",
+           False),
+    3041: ("The template's `accessMode` does not allow detokenization (its latest version decides) (HTTP 403).",
+           False),
+    3042: ("Batch: `items` missing, empty, not an array, or more than 1,000 items (HTTP 400).", False),
+    3043: ("Batch item: not an object, or its `reference` is not a string of at most 50 characters (in the "
+           "item's entry).", False),
+    3044: ("Batch item: not processed, the request's work budget (5 s) ran out; send it again (in the item's "
+           "entry).", False),
     3050: ("Invalid template: the message names the member and the rule (HTTP 400).", True),
     3060: ("No such tokenization key version (HTTP 404).", True),
     3061: ("The current key version cannot be retired: rotate first (HTTP 409).", True),

@@ -188,7 +188,13 @@ def _template_schemas() -> dict[str, Any]:
         "maxLength": {"type": "integer", "minimum": 1, "maximum": MAX_FIELD_LENGTH},
     }
     template = {"templateRef": text(_TEMPLATE_REF), "name": S,
-                "fields": {"type": "array", "items": ref("TemplateField"), "minItems": 1, "maxItems": MAX_FIELDS}}
+                "fields": {"type": "array", "items": ref("TemplateField"), "minItems": 1, "maxItems": MAX_FIELDS},
+                "accessMode": {"type": "string", "enum": ["tokenize", "detokenize"], "default": "tokenize",
+                               "description": "`detokenize` lets partners holding the detokenize permission reveal "
+                                              "values through the secure API's detokenize endpoints (the latest "
+                                              "version decides for every bfid of the template); `tokenize` (the "
+                                              "default): clear values leave only through the proxy and the "
+                                              "gateway."}}
     view = {**template, "version": I, "createdAt": I, "builtin": B}
     return {
         "TemplateField": obj(field_props, ("name", "type", "format")),
@@ -197,6 +203,20 @@ def _template_schemas() -> dict[str, Any]:
                         description="`versions`: how many versions exist."),
         "TemplateWithVersions": obj({**view, "versions": {"type": "array", "items": I}},
                                     ("templateRef", "fields", "version", "versions")),
+        "Permissions": obj({"partnerId": S, "permissions": obj({"detokenize": B}, ("detokenize",))},
+                           ("partnerId", "permissions")),
+        "PermissionsRequest": obj({"detokenize": B}, description="Permissions to set (merged); at least one. "
+                                                                 "Other containers apply a change within 60 s."),
+        "Detokenizations": obj({
+            "partnerId": S,
+            "records": {"type": "array", "items": obj({
+                "auditId": S, "bfid": S, "fields": {"type": "array", "items": S},
+                "operation": {"type": "string", "enum": ["detokenize", "batch/detokenize"]},
+                "at": I, "sourceIp": S,
+            }, ("auditId", "bfid", "fields", "operation", "at", "sourceIp"),
+                description="One detokenized bfid: field names, time (epoch milliseconds), the caller's source "
+                            "IP; never a value or a token.")},
+            "nextToken": S}, ("partnerId", "records")),
         "TokenKey": obj({"version": I, "status": {"type": "string", "enum": ["current", "active", "retired"]},
                          "createdAt": I, "retiredAt": I}, ("version", "status")),
     }
@@ -401,6 +421,17 @@ def build() -> dict[str, Any]:
         f"{p}/token-keys": {"get": _op("listTokenKeys", "tokenization", "The tokenization key versions",
                                        (200, "The versions (never key material).",
                                         obj({"partnerId": S, "keys": _list("TokenKey")}, ("partnerId", "keys"))))},
+        f"{p}/permissions": {
+            "get": _op("getPartnerPermissions", "tokenization", "The partner's permissions",
+                       (200, "The permissions (false unless set).", ref("Permissions"))),
+            "put": _op("setPartnerPermissions", "tokenization", "Set the partner's permissions (detokenize)",
+                       (200, "The permissions.", ref("Permissions")), req="PermissionsRequest")},
+        f"{p}/detokenizations": {"get": _op(
+            "listDetokenizations", "tokenization", "Audit records of the partner's detokenizations, newest first",
+            (200, "A page of records.", ref("Detokenizations")), params=[
+                q("bfid", "query", "Only this bfid's records."),
+                q("limit", "query", "1-100, default 25.", text("[0-9]+")),
+                q("nextToken", "query", "The previous page's `nextToken`.")])},
         f"{p}/token-keys/rotate": {"post": _op("rotateTokenKeys", "tokenization", "A new current key version",
                                                (201, "The new current version.", ref("TokenKey")),
                                                errs=(400, 404, 409))},

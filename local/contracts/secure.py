@@ -20,6 +20,7 @@ from local.contracts.common import (
 )
 from vaultcore.api.secure import MAX_REFERENCE_LENGTH
 from vaultcore.tokens.api import MAX_VALUES
+from vaultcore.tokens.endpoints import BATCH_BUDGET_SECONDS, MAX_BATCH_ITEMS
 from vaultcore.tokens.bfid import BFID_MIN_LENGTH, BFID_TEXT_MAX_LENGTH
 from vaultcore.tokens.templates import _TEMPLATE_REF
 
@@ -98,10 +99,70 @@ def _tokenize_schemas() -> dict[str, Any]:
                        "description": f"1 to {MAX_VALUES} values (3020; an entry not `{{name, value}}` of strings: "
                                       "3021). May be omitted when the device headers fill the card fields."},
             "omit": {"type": "boolean", "default": False,
-                     "description": "`true` leaves the tokens out of the response: only the gateway's read step "
-                                    "(one hour) can use them, under the bfid. Not a boolean: 3022."},
+                     "description": "`true` is `?omit=1` (the query parameter wins when both are sent). Not a "
+                                    "boolean: 3022."},
         }, ("templateRef",), closed=False,
             description="Unknown members are ignored."),
+        "BfidRequest": obj({"reference": REFERENCE, "bfid": BFID_TEXT}, ("bfid",), closed=False,
+                           description="Unknown members are ignored. `bfid` missing or not a string: 3010."),
+        "DetokenizeRequest": obj({
+            "reference": REFERENCE, "bfid": BFID_TEXT,
+            "values": {"type": "array", "items": ref("TokenValue"), "minItems": 1, "maxItems": MAX_VALUES,
+                       "description": f"1 to {MAX_VALUES} `{{name, value}}`: the tokens to detokenize (3020, 3021)."},
+        }, ("bfid", "values"), closed=False, description="Unknown members are ignored."),
+        "ValuesResponse": obj({
+            "success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID, "bfid": BFID_TEXT,
+            "values": {"type": "array", "items": value, "description": "Matched by `name` (order not guaranteed)."},
+        }, ("success", "messageId", "bfid", "values")),
+        "DeleteResponse": obj({"success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
+                               "bfid": BFID_TEXT, "deleted": {"const": True}},
+                              ("success", "messageId", "bfid", "deleted")),
+        "BatchTokenizeRequest": obj({
+            "reference": REFERENCE,
+            "items": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH_ITEMS,
+                      "items": obj({"reference": REFERENCE, "templateRef": text(_TEMPLATE_REF),
+                                    "values": {"type": "array", "items": ref("TokenValue"), "minItems": 1,
+                                               "maxItems": MAX_VALUES}}, ("templateRef", "values"), closed=False),
+                      "description": f"1 to {MAX_BATCH_ITEMS} items (3042), each tokenized on its own under a new "
+                                     "bfid; tokens of a batch are not kept for the read steps."},
+        }, ("items",), closed=False),
+        "BatchDetokenizeRequest": obj({
+            "reference": REFERENCE,
+            "items": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH_ITEMS,
+                      "items": obj({"reference": REFERENCE, "bfid": BFID_TEXT,
+                                    "values": {"type": "array", "items": ref("TokenValue"), "minItems": 1,
+                                               "maxItems": MAX_VALUES}}, ("bfid", "values"), closed=False),
+                      "description": f"1 to {MAX_BATCH_ITEMS} items (3042)."},
+        }, ("items",), closed=False),
+        "BatchItem": {"oneOf": [
+            obj({"itemIndex": {"type": "integer", "minimum": 0}, "itemReference": nullable(REFERENCE),
+                 "bfid": BFID_TEXT, "values": {"type": "array", "items": value}},
+                ("itemIndex", "itemReference", "bfid", "values")),
+            obj({"itemIndex": {"type": "integer", "minimum": 0}, "itemReference": nullable(REFERENCE),
+                 "errCode": ref("ErrorCode"), "errMessage": {"type": "string"}},
+                ("itemIndex", "itemReference", "errCode", "errMessage")),
+        ], "description": "One per item, in order: its result, or its error (`itemReference` null when the item "
+                         "sent none or an invalid one)."},
+        "BatchResponse": obj({
+            "success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
+            "succeeded": {"type": "integer", "minimum": 0}, "failed": {"type": "integer", "minimum": 0},
+            "items": {"type": "array", "items": ref("BatchItem")},
+        }, ("success", "messageId", "succeeded", "failed", "items")),
+        "TemplateValidateRequest": obj({"reference": REFERENCE, "templateRef": text(
+            description="The template to check (missing or not a string: 3000).")}, ("templateRef",), closed=False),
+        "TemplateValidateResponse": obj({
+            "success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
+            "templateRef": {"type": "string"}, "exists": {"type": "boolean"},
+            "active": {"type": "boolean", "description": "Published templates are always active (no deactivation)."},
+            "usable": {"type": "boolean", "description": "This partner can tokenize with it."},
+            "version": {"type": "integer"}, "builtin": {"type": "boolean"},
+            "accessMode": {"type": "string", "enum": ["tokenize", "detokenize"]},
+            "fields": {"type": "array", "items": {"type": "string"}, "description": "The field names."},
+            "detokenize": {"type": "boolean", "description": "Whether this partner may detokenize under it "
+                                                             "(accessMode and permission)."},
+        }, ("success", "messageId", "templateRef", "exists", "active", "usable", "fields", "detokenize")),
+        "HealthResponse": obj({"success": {"const": True}, "messageId": MESSAGE_ID, "status": {"const": "ok"}},
+                              ("success", "messageId", "status")),
         "TokenizeResponse": obj({
             "success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
             "bfid": text(f"[A-Za-z0-9_-]{{{BFID_MIN_LENGTH},{BFID_TEXT_MAX_LENGTH}}}",
@@ -111,6 +172,10 @@ def _tokenize_schemas() -> dict[str, Any]:
                        "description": "The tokens, matched by `name` (order not guaranteed); absent with `omit`."},
         }, ("success", "messageId", "bfid")),
     }
+
+
+BFID_TEXT = text(f"^[A-Za-z0-9_-]{{{BFID_MIN_LENGTH},{BFID_TEXT_MAX_LENGTH}}}$",
+                 "The token identifier. Anything that does not verify for the caller: 3010.")
 
 
 def _authdebug_schema() -> dict[str, Any]:
@@ -209,6 +274,68 @@ def build() -> dict[str, Any]:
                           **error_responses(400, 401, 409, 500)},
         }},
     }
+    paths["/api/tokenization/tokenize"]["post"]["parameters"] = [parameter(
+        "omit", "query", "`1`: the answer leaves `values` out and the tokens are kept for one `read` (one hour); "
+                         "`2`: the answer carries them and they are kept for `read` too; `0` (or none): kept for "
+                         "the gateway's read step only. Not 0, 1 or 2: 3022. The query string is not part of the "
+                         "HMAC signature (the canonical resource is the path).",
+        {"type": "string", "enum": ["0", "1", "2"]})] + DEVICE_HEADERS
+    signed = {"security": header_security, "tags": ["tokenization"]}
+    paths["/api/tokenization/detokenize"] = {"post": {
+        "operationId": "detokenize", **signed, "summary": "Clear values of tokens issued under a bfid",
+        "description": "Allowed when the partner holds the detokenize permission (3040, HTTP 403; management API) "
+                       "and the latest version of the bfid's template has `accessMode: detokenize` (3041, HTTP "
+                       "403). Irreversible fields 3012, a token not issued under the bfid 3015, a deleted bfid "
+                       "3017. An audit record (partner, bfid, field names, time, source IP; never a value) is "
+                       "written before the values are answered.",
+        "requestBody": body(ref("DetokenizeRequest")),
+        "responses": {"200": response("The clear values, matched by name.", ref("ValuesResponse")),
+                      **error_responses(400, 401, 500),
+                      "403": response("Not permitted (3040, 3041).", ref("SecureError"))}}}
+    paths["/api/tokenization/read"] = {"post": {
+        "operationId": "readTokens", **signed, "summary": "The tokens kept for a bfid, once",
+        "description": "The tokens of a tokenize with `?omit=1`/`?omit=2` (or of the payment iFrame), once per bfid "
+                       "(a second read: 3018, HTTP 409), within the one-hour read window (3011); not kept for read "
+                       "3019; deleted 3017.",
+        "requestBody": body(ref("BfidRequest")),
+        "responses": {"200": response("The tokens.", ref("ValuesResponse")),
+                      **error_responses(400, 401, 500),
+                      "409": response("Read already (3018).", ref("SecureError"))}}}
+    paths["/api/tokenization/delete"] = {"post": {
+        "operationId": "deleteBfid", **signed, "summary": "Delete a bfid (revocation)",
+        "description": "Idempotent. Afterwards no token under the bfid (or any extension of it) detokenizes or "
+                       "reads again, anywhere (3017; proxy and gateway too): within 1 s in every container.",
+        "requestBody": body(ref("BfidRequest")),
+        "responses": {"200": response("Deleted.", ref("DeleteResponse")), **error_responses(400, 401, 500)}}}
+    batch_text = (f"Up to {MAX_BATCH_ITEMS} items (3042), each with its own `reference`; one signature covers the "
+                  "whole batch. Each item succeeds or fails on its own: its entry carries `itemIndex` and "
+                  "`itemReference`, and `errCode`/`errMessage` when it failed. Work is bounded: items are processed "
+                  f"within {BATCH_BUDGET_SECONDS:g} s of work; the rest answer 3044.")
+    paths["/api/tokenization/batch/tokenize"] = {"post": {
+        "operationId": "batchTokenize", **signed, "summary": "Tokenize many items",
+        "description": batch_text + " Batch tokens are not kept for the read steps.",
+        "requestBody": body(ref("BatchTokenizeRequest")),
+        "responses": {"200": response("One entry per item.", ref("BatchResponse")), **error_responses(400, 401, 500)}}}
+    paths["/api/tokenization/batch/detokenize"] = {"post": {
+        "operationId": "batchDetokenize", **signed, "summary": "Detokenize many items",
+        "description": batch_text + " Needs the detokenize permission (3040 for the whole request); each item's "
+                                    "template its accessMode (3041 in the item); one audit record per item.",
+        "requestBody": body(ref("BatchDetokenizeRequest")),
+        "responses": {"200": response("One entry per item.", ref("BatchResponse")), **error_responses(400, 401, 500),
+                      "403": response("Not permitted (3040).", ref("SecureError"))}}}
+    paths["/api/template/validate"] = {"post": {
+        "operationId": "templateValidate", **signed, "summary": "Does a template exist and is it usable?",
+        "requestBody": body(ref("TemplateValidateRequest")),
+        "responses": {"200": response("Whether it exists, its field names.", ref("TemplateValidateResponse")),
+                      **error_responses(400, 401, 500)}}}
+    for kind in ("tokenize", "detokenize"):
+        paths[f"/api/healthcheck/{kind}"] = {"get": {
+            "operationId": f"healthcheck{kind.capitalize()}", "tags": ["tokenization"], "security": [{}],
+            "summary": f"Health of {kind} (no credentials)",
+            "description": "A synthetic value round-trips through the token engine under a random key of the "
+                           "container (no partner key) and the Tokens table answers one read. Reveals nothing.",
+            "responses": {"200": response("Healthy.", ref("HealthResponse")),
+                          "500": response("Unhealthy (errCode 1).", ref("SecureError"))}}}
     authdebug = {
         "tags": ["authdebug"], "summary": "Explain an Authorization header (certification environment only)",
         "description": "Reads no key from any store: the key is `secret` unless the `key` header overrides it; RSA "
