@@ -20,8 +20,8 @@ from local.contracts.common import (
 )
 from vaultcore.api.secure import MAX_REFERENCE_LENGTH
 from vaultcore.tokens.api import MAX_VALUES
-from vaultcore.tokens.endpoints import BATCH_BUDGET_SECONDS, MAX_BATCH_ITEMS
 from vaultcore.tokens.bfid import BFID_MIN_LENGTH, BFID_TEXT_MAX_LENGTH
+from vaultcore.tokens.endpoints import BATCH_BUDGET_SECONDS, MAX_BATCH_ITEMS
 from vaultcore.tokens.templates import _TEMPLATE_REF
 
 MESSAGE_ID = text("^[0-9]{25}$", "Unique identifier of the response: 25 digits.")
