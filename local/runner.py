@@ -258,6 +258,9 @@ class Platform:
 
         self.log_subscriptions = LogSubscriptions(self.resources, set(self.modules), ACCOUNT)
         env["VAULT_ALLOW_LOCAL_EGRESS"] = "1"
+        # --- issue 19 (iframe) ---
+        env["IFRAME_COLLECTOR_URL"] = ""  # the collector script is served on this same origin
+        # --- end ---
         env.update(self.env_overrides)
         os.environ.update({k: str(v) for k, v in env.items()})
         # Concrete routes before greedy ones.

@@ -57,6 +57,10 @@ RESERVED = {
     "PostbackReservedConcurrency": {"PostbackFunction"},
 }
 UNRESERVED = {"ProxyLogShipperFunction", "PostbackOutboxFunction"}  # off the request path, in the shared pool
+# --- issue 19 (iframe): the payment iFrame draws from the unreserved pool (the reservations' defaults already sum
+# to the 900 a new account leaves; README "Reserved concurrency per API") ---
+UNRESERVED |= {"IframeFunction"}
+# --- end ---
 
 
 def _reserved(res: dict) -> tuple[str, str] | None:

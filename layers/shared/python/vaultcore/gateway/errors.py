@@ -74,6 +74,9 @@ class E:
     ETOKEN_FAILED = 306
     AUTO_TOKENIZE_FAILED = 307
     TOKEN_NOT_ISSUED = 308
+    # --- issue 19 (iframe) ---
+    ETOKEN_USED = 309  # an eToken pays once (vaultcore.iframe.etoken)
+    # --- end ---
     # 4xx: capture
     AUTH_NOT_FOUND = 401
     ALREADY_CAPTURED = 402
@@ -160,6 +163,9 @@ ERROR_MESSAGES: dict[int, str] = {
     E.AUTO_TOKENIZE_FAILED: "Auto-tokenization of the payment data failed; nothing was charged.",
     E.TOKEN_NOT_ISSUED: "A token was not issued under this bfid (a wrong or mistyped token, another bfid's token, or "
                         "a field not tokenized under the bfid); nothing was charged.",
+    # --- issue 19 (iframe) ---
+    E.ETOKEN_USED: "The etoken has already been used by a payment: an eToken pays once; nothing was charged.",
+    # --- end ---
     E.AUTH_NOT_FOUND: "Invalid token_id",
     E.ALREADY_CAPTURED: "The authorization has already been captured.",
     E.CAPTURE_AMOUNT: "The capture amount exceeds the authorized amount.",

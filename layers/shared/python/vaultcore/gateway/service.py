@@ -381,14 +381,25 @@ def _resolve_tokens(account: accounts.Account, req: GatewayRequest) -> tuple[Pay
     return payment, stored, source
 
 
-def _resolve_etoken(account: accounts.Account, req: GatewayRequest) -> tuple[PaymentData, dict[str, str], str]:
+def _resolve_etoken(account: accounts.Account, req: GatewayRequest, writer: str
+                    ) -> tuple[PaymentData, dict[str, str], str]:
+    # --- issue 19 (iframe): the eToken is read once (retry-aware, by this request's ``writer``), bound to the
+    # account and the instance's custom_id; its CVV token is destroyed by that read (vaultcore.iframe.etoken) ---
+    from vaultcore.iframe import etoken as iframe_etoken
+
     partner = str(account.partner_id)
     etoken = str(req.get("etoken"))
-    tokens = _read(partner, etoken, E.ETOKEN_FAILED)
+    custom_id = req.get("custom_id") if req.transaction_type != "STORE" or req.get("custom_id") else None
+    method = req.tender if req.transaction_type != "STORE" else None
+    tokens, _binding = iframe_etoken.consume(partner, account.account_id, etoken, custom_id, writer, method)
+    tokens = {k: v for k, v in tokens.items() if k in TOKEN_FIELDS and v}
+    if not tokens:
+        raise GatewayError(E.ETOKEN_FAILED)
     clear = _detokenize(partner, etoken, tokens, E.ETOKEN_FAILED)
     payment = _merge(req, clear)
-    if payment.kind != "CARD":
-        raise GatewayError(E.ETOKEN_FAILED, "The etoken holds no card data.")
+    if req.transaction_type != "STORE" and payment.kind != req.tender:
+        raise GatewayError(E.TENDER_TYPE, f"The etoken holds {payment.kind} data: tender_type {payment.kind}.")
+    # --- end ---
     stored = {"bfid": etoken, **{k: tokens[k] for k in RSAPI_TOKEN_FIELDS if k in tokens}}
     return payment, stored, "etoken"
 
@@ -433,7 +444,7 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
         payment, token_info, token_source = _resolve_tokens(account, req)
         check_payment(payment, req, now=now)
     elif req.source == "iframe":
-        payment, token_info, token_source = _resolve_etoken(account, req)
+        payment, token_info, token_source = _resolve_etoken(account, req, writer)  # issue 19 (iframe): writer
         check_payment(payment, req, now=now)
     elif req.source == "stored":
         payment, token_info, token_source = _resolve_stored(account, req)
@@ -617,7 +628,7 @@ def _store(account: accounts.Account, req: GatewayRequest, payment: PaymentData 
     detokenize without a read window), never a clear value.
     """
     if req.source == "iframe":
-        payment, token_info, _ = _resolve_etoken(account, req)
+        payment, token_info, _ = _resolve_etoken(account, req, writer)  # issue 19 (iframe): writer
         check_payment(payment, req, now=now)
     else:
         assert payment is not None

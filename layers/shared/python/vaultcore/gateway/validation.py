@@ -125,7 +125,9 @@ _VARIABLES: dict[str, tuple[re.Pattern[str], int]] = {
     "balance": (re.compile(r"[0-9]{1,8}(\.[0-9]{1,2})?"), E.VARIABLE),
     "device_trans_id": (re.compile(r"[A-Za-z0-9_-]{1,64}"), E.DEVICE_TRANS_ID),
     "custom_id": (re.compile(r"[A-Za-z0-9_.\-]{1,50}"), E.IFRAME_FIELD),
-    "etoken": (_BFID, E.IFRAME_FIELD),
+    # --- issue 19 (iframe): an eToken is a bfid of up to 1,024 characters (the original's limit; more tags) ---
+    "etoken": (re.compile(r"[A-Za-z0-9_\-+/=]{30,1024}"), E.IFRAME_FIELD),
+    # --- end ---
     "token_id": (re.compile(r"[1-9][0-9]{11}"), E.TOKEN_ID),
     # "true"/"false" as clients of the original send (no inline flag: the pattern is also the OpenAPI document's)
     "reissue": (re.compile(r"[01]|[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee]"), E.REISSUE),
@@ -446,7 +448,9 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
     _require(values, "tender_type")
     if tender == "CARD" and (has_bank or bank_tokens):
         raise GatewayError(E.TENDER_TYPE, "tender_type CARD contradicts the bank fields (omit it, or send ACH).")
-    if tender == "ACH" and (has_card or card_tokens or "etoken" in values or "custom_id" in values):
+    # --- issue 19 (iframe): an eToken may hold bank data (the iframe's ACH): tender_type ACH then ---
+    if tender == "ACH" and (has_card or card_tokens):
+    # --- end ---
         raise GatewayError(E.TENDER_TYPE, "tender_type ACH contradicts the card fields.")
     if "token_id" in values:
         raise GatewayError(E.TOKEN_ID, "token_id is only used with CAPTURE, REFUND and REVERSAL, and to pay with a "
@@ -481,11 +485,15 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
         _require(values, "custom_id", "etoken", "currency", "payment_type")
         if tokens or bfid or any(k in values for k in (*_CARD_PLAIN, *_BANK_PLAIN)):
             raise GatewayError(E.PAYMENT_DATA, "etoken replaces card data: send no card, bank or token fields.")
-        if tender not in ("CARD",):
-            raise GatewayError(E.TENDER_TYPE, "An etoken payment has tender_type CARD.")
+        # --- issue 19 (iframe): CARD or ACH (the eToken's data must be of that tender: 106 otherwise) ---
+        if tender not in ("CARD", "ACH"):
+            raise GatewayError(E.TENDER_TYPE, "An etoken payment has tender_type CARD or ACH.")
+        if tender == "ACH" and ttype != "SALE":
+            raise GatewayError(E.ACH_TYPE)
         if values.get("reissue") == "1":
             raise GatewayError(E.REISSUE)
-        return GatewayRequest(values, ttype, "CARD", amount, currency, "iframe")
+        return GatewayRequest(values, ttype, tender, amount, currency, "iframe")
+        # --- end ---
 
     if tokens or bfid:
         # Token payment rule 1: any vault_token_* or bfid triggers token logic.

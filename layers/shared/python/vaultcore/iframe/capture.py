@@ -1,0 +1,204 @@
+"""A submission from the iframe: fields checked, values tokenized under the account's partner, the eToken bound.
+
+``POST /iframe/v1/submit`` (from the iframe's own origin: no CORS) with ``Authorization: Bearer <token>`` and
+the fields by their names (``paymentMethod``; ``cardNumber``, ``cardExpiration``, ``cardCvv``, ``address1``,
+``address2``, ``city``, ``state``, ``zip``; ``bankAccountNumber``, ``bankRoutingNumber``, ``accountHolderName``;
+``deviceTransId`` with antiFraud). The steps:
+
+1. the token is live and its configuration exists (904); the method is allowed (907); every field is checked
+   as the iframe checked it while the shopper typed (906, the message names the field, never a value);
+2. one submission of the token is taken (:func:`vaultcore.iframe.instances.take_submission`; 905 past the
+   limit), so malformed cards cost nothing and only well-formed ones count;
+3. the values are tokenized with the built-in ``GATEWAY`` template under the account's partner and stored for
+   the gateway's one-hour read step (the card number, expiry, CVV, street and zip; or the bank account, routing
+   number and holder's name): the eToken is that bfid;
+4. the binding is written to the same Tokens item (account, customId, method, device transaction id), which
+   the gateway checks when it reads the eToken (:mod:`vaultcore.iframe.etoken`).
+
+DynamoDB round trips of a submission: instance GetItem, (configuration GetItem when not cached), counter
+UpdateItem, Tokens UpdateItem (the tokens), Tokens UpdateItem (the binding). ``bench/bench_iframe.py`` times it.
+Clear values live in this request's memory only; nothing here logs a value.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from vaultcore import clock
+from vaultcore.cards.brand import AMEX, BRAND_LENGTHS, UNKNOWN, detect_brand
+from vaultcore.cards.luhn import luhn_valid
+from vaultcore.iframe import configs, instances
+from vaultcore.iframe.errors import METHOD_NOT_ALLOWED, SUBMISSION_INVALID, TOKEN_INVALID, IframeError
+from vaultcore.logs import get_logger
+from vaultcore.settings import settings
+from vaultcore.store.aws import dynamodb
+from vaultcore.store.ddb import ConditionFailed, aws_errors, to_item
+
+__all__ = ["FIELDS", "submit", "check_card", "check_bank"]
+
+CARD_FIELDS = ("cardNumber", "cardExpiration", "cardCvv")
+BANK_FIELDS = ("bankAccountNumber", "bankRoutingNumber", "accountHolderName")
+FIELDS = ("paymentMethod", *CARD_FIELDS, *configs.ADDRESS_FIELDS, *BANK_FIELDS, "deviceTransId")
+_EXPIRY = re.compile(r"(0[1-9]|1[0-2])/?([0-9]{2})")
+_ZIP = re.compile(r"[A-Za-z0-9 -]{3,10}")
+_PRINTABLE = re.compile(r"[^\x00-\x1f\x7f]+")
+_DEVICE = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_ADDRESS_LIMITS = {"address1": (2, 100), "address2": (1, 100), "city": (1, 64), "state": (1, 64)}
+_log = get_logger("iframe")
+
+
+def _bad(field: str, rule: str) -> IframeError:
+    return IframeError(SUBMISSION_INVALID, f"{field}: {rule}.")
+
+
+def _text(body: dict[str, Any], name: str) -> str | None:
+    value = body.get(name)
+    if value is None or value == "":
+        return None
+    if not isinstance(value, str) or len(value) > 200:
+        raise _bad(name, "must be text")
+    return value.strip() or None
+
+
+def check_card(body: dict[str, Any], settings_: dict[str, Any], now: float) -> dict[str, str]:
+    """Card fields -> GATEWAY template values (the iframe's own rules: Luhn and brand length, expiry not past,
+    CVV length by brand, billing fields per the configuration)."""
+    from vaultcore.gateway.validation import expiry_state
+
+    number = re.sub(r"[ -]", "", _text(body, "cardNumber") or "")
+    if not number.isdigit() or not 13 <= len(number) <= 19 or not luhn_valid(number):
+        raise _bad("cardNumber", "13 to 19 digits that pass the Luhn check")
+    brand = detect_brand(number)
+    if brand != UNKNOWN and len(number) not in BRAND_LENGTHS[brand]:
+        raise _bad("cardNumber", "the length does not fit the card brand")
+    expiry = _EXPIRY.fullmatch(_text(body, "cardExpiration") or "")
+    if expiry is None:
+        raise _bad("cardExpiration", "MMYY or MM/YY")
+    mmyy = expiry.group(1) + expiry.group(2)
+    if expiry_state(mmyy, now) != "ok":
+        raise _bad("cardExpiration", "the card has expired, or the date is more than 20 years ahead")
+    values = {"vault_token_card_number": number, "vault_token_card_expiration": mmyy}
+    cvv = _text(body, "cardCvv")
+    mode = settings_["cvv"]
+    if mode == "omit" and cvv is not None:
+        raise _bad("cardCvv", "not collected by this configuration")
+    if cvv is None and mode == "required":
+        raise _bad("cardCvv", "required")
+    if cvv is not None:
+        if not cvv.isdigit() or len(cvv) != (4 if brand == AMEX else 3):
+            raise _bad("cardCvv", "3 digits (4 for American Express)")
+        values["vault_token_card_verification"] = cvv
+    for name, mode in settings_["billingAddress"].items():
+        value = _text(body, name)
+        if mode == "omit":
+            if value is not None:
+                raise _bad(name, "not collected by this configuration")
+            continue
+        if value is None:
+            if mode == "required":
+                raise _bad(name, "required")
+            continue
+        if name == "zip":
+            if not _ZIP.fullmatch(value):
+                raise _bad(name, "3 to 10 letters, digits, spaces or hyphens")
+            values["vault_token_zip"] = value
+            continue
+        low, high = _ADDRESS_LIMITS[name]
+        if not low <= len(value) <= high or not _PRINTABLE.fullmatch(value):
+            raise _bad(name, f"{low} to {high} printable characters")
+        if name == "address1":
+            values["vault_token_street_address1"] = value  # the gateway's street_address1 (AVS)
+        # address2, city and state are checked and not kept: the gateway has no variables for them
+    return values
+
+
+def check_bank(body: dict[str, Any]) -> dict[str, str]:
+    from vaultcore.gateway.validation import aba_routing_valid
+
+    account = _text(body, "bankAccountNumber") or ""
+    if not account.isdigit() or not 4 <= len(account) <= 17:
+        raise _bad("bankAccountNumber", "4 to 17 digits")
+    routing = _text(body, "bankRoutingNumber") or ""
+    if len(routing) != 9 or not routing.isdigit() or not aba_routing_valid(routing):
+        raise _bad("bankRoutingNumber", "a 9-digit ABA routing number (checksum)")
+    holder = " ".join((_text(body, "accountHolderName") or "").split())
+    if not 2 <= len(holder) <= 100 or not _PRINTABLE.fullmatch(holder):
+        raise _bad("accountHolderName", "2 to 100 printable characters")
+    values = {"vault_token_bank_account_number": account, "vault_token_bank_routing_number": routing}
+    first, _, last = holder.rpartition(" ")
+    if 2 <= len(first) <= 50 and 2 <= len(last) <= 50:
+        values.update(vault_token_first_name=first, vault_token_last_name=last)
+    else:
+        values["vault_token_last_name"] = holder[:50] if len(holder) >= 2 else holder
+    return values
+
+
+def _bind(partner_id: str, etoken: str, binding: dict[str, Any]) -> None:
+    from vaultcore.iframe.etoken import scope_of
+
+    names = {"#b": "bfid", "#p": "partnerId", **{f"#k{i}": "iframe_" + k for i, k in enumerate(binding)}}
+    values = {":p": partner_id, **{f":v{i}": v for i, v in enumerate(binding.values())}}
+    sets = ", ".join(f"#k{i} = :v{i}" for i in range(len(binding)))
+    try:
+        with aws_errors("etoken binding write"):
+            dynamodb().update_item(
+                TableName=settings().tokens_table, Key=to_item({"bfid": scope_of(partner_id, etoken)}),
+                UpdateExpression="SET " + sets, ConditionExpression="attribute_exists(#b) AND #p = :p",
+                ExpressionAttributeNames=names, ExpressionAttributeValues=to_item(values))
+    except ConditionFailed:  # pragma: no cover - the item was written a moment ago by this request
+        from vaultcore.errors import DependencyError
+
+        raise DependencyError("Internal error: the eToken could not be bound.") from None
+
+
+def submit(token: Any, body: Any, writer: str) -> dict[str, Any]:
+    """One submission of the bearer ``token`` (module docstring); the result ``submit()`` resolves with."""
+    from vaultcore.gateway.accounts import load_account
+    from vaultcore.gateway.processor import gateway_brand
+    from vaultcore.tokens.service import tokenize_values
+
+    instance, config = instances.live_instance(token)
+    if not isinstance(body, dict):
+        raise IframeError(SUBMISSION_INVALID, "The body must be one JSON object.")
+    unknown = sorted(set(body) - set(FIELDS))
+    if unknown:
+        raise _bad(str(unknown[0])[:64], "unknown field")
+    method = body.get("paymentMethod", config["allowedPaymentMethods"][0])
+    if method not in config["allowedPaymentMethods"]:
+        raise IframeError(METHOD_NOT_ALLOWED, "paymentMethod: not allowed by this configuration.")
+    if method == "CARD":
+        if any(body.get(k) not in (None, "") for k in BANK_FIELDS):
+            raise _bad("paymentMethod", "CARD takes no bank fields")
+        values = check_card(body, config["cardSettings"], clock.now())
+    else:
+        if any(body.get(k) not in (None, "") for k in (*CARD_FIELDS, *configs.ADDRESS_FIELDS)):
+            raise _bad("paymentMethod", "ACH takes no card or address fields")
+        values = check_bank(body)
+    device = _text(body, "deviceTransId")
+    if config["antiFraud"]:
+        if device is None or not _DEVICE.fullmatch(device):
+            raise _bad("deviceTransId", "1 to 64 letters, digits, '-' or '_' (the device collection's id)")
+    elif device is not None:
+        raise _bad("deviceTransId", "antiFraud is off for this configuration")
+    account = load_account(instance["accountId"])
+    if account is None or not account.active or not account.partner_id:
+        raise IframeError(TOKEN_INVALID)
+    instances.take_submission(str(token), writer)
+    result = tokenize_values(account.partner_id, "GATEWAY", list(values.items()), store=True)
+    binding = {"account": account.account_id, "custom_id": instance["customId"], "method": method,
+               "instance": instances.token_hash(str(token))[:16]}
+    if device is not None:
+        binding["device_trans_id"] = device
+    _bind(account.partner_id, result.bfid, binding)
+    _log.info("iframe submission tokenized", extra={"account_id": account.account_id, "event": method})
+    out: dict[str, Any] = {"eToken": result.bfid, "customId": instance["customId"], "paymentMethod": method}
+    if method == "CARD":
+        number = values["vault_token_card_number"]
+        out["card"] = {"first1": number[0], "last4": number[-4:], "expiration": values["vault_token_card_expiration"],
+                       "brand": gateway_brand(detect_brand(number))}
+    else:
+        out["bank"] = {"last4": values["vault_token_bank_account_number"][-4:]}
+    if device is not None:
+        out["antiFraud"] = {"device_trans_id": device}
+    return out

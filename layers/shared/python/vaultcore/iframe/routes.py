@@ -1,0 +1,116 @@
+"""HTTP routes of the payment iFrame on the gateway API (wiring: ``functions/iframe/app.py``).
+
+Merchant server, HTTP Basic ``account_id:api_accesskey`` (the path's ``account_id`` must be the caller's):
+
+* ``POST|GET /api/v4/accounts/{account_id}/payment-iframe``: create (201 ``{id, ...}``) / list;
+* ``GET|PATCH|DELETE /api/v4/accounts/{account_id}/payment-iframe/{id}``: read / change / remove (204);
+* ``POST /api/v4/accounts/{account_id}/payment-iframe/{id}/instance/init``: an instance and its bearer token.
+
+Browser (no account credentials):
+
+* ``GET /iframe/v1/checkout.js``: the client library the merchant page includes;
+* ``GET /iframe/v1/frame`` and ``GET /iframe/v1/frame.js``: the iframe page and its script (:mod:`.page`);
+* ``POST /iframe/v1/submit`` with ``Authorization: Bearer <token>``: a submission (:mod:`.capture`).
+
+Errors: ``{success: false, errCode, errMessage}`` (:mod:`vaultcore.iframe.errors`); every authentication failure
+is the uniform 401 / 1003.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import uuid
+from typing import Any
+
+from vaultcore import clock
+from vaultcore.api.http import Request, Response, json_response
+from vaultcore.errors import AuthenticationFailed, MethodNotAllowed, NotFound
+from vaultcore.iframe import capture, configs, instances, page
+from vaultcore.iframe.errors import BODY_INVALID, IframeError
+
+__all__ = ["route", "authenticate_basic"]
+
+_BASE = "/api/v4/accounts/{account_id}/payment-iframe"
+_JS = {"Content-Type": "application/javascript; charset=utf-8", "Cache-Control": "public, max-age=300",
+       "X-Content-Type-Options": "nosniff", "Cross-Origin-Resource-Policy": "cross-origin"}
+
+
+def authenticate_basic(request: Request) -> Any:
+    """The gateway account of ``Authorization: Basic base64(account_id:api_accesskey)``; the path's account must
+    be it. Every failure is the same 1003 (the gateway's own checks: constant time, decoy reads)."""
+    from vaultcore.gateway.accounts import authenticate
+    from vaultcore.gateway.errors import GatewayError
+
+    header = request.header("authorization") or ""
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "basic" or not token or len(token) > 400:
+        raise AuthenticationFailed("iframe: no Basic credentials")
+    try:
+        user, sep, password = base64.b64decode(token.strip(), validate=True).decode("utf-8").partition(":")
+    except (binascii.Error, UnicodeDecodeError, ValueError):
+        raise AuthenticationFailed("iframe: malformed Basic credentials") from None
+    if not sep or not user or not password:
+        raise AuthenticationFailed("iframe: malformed Basic credentials")
+    try:
+        account = authenticate({"account_id": user, "api_accesskey": password}, now=clock.now())
+    except GatewayError:
+        raise AuthenticationFailed("iframe: account authentication failed") from None
+    if request.path_params.get("account_id") != account.account_id:
+        raise AuthenticationFailed("iframe: the path names another account")
+    return account
+
+
+def _body(request: Request) -> Any:
+    body = request.json()
+    if not isinstance(body, dict):
+        raise IframeError(BODY_INVALID, "The body must be one JSON object.")
+    return body
+
+
+def _api(request: Request, resource: str) -> Response:
+    method = request.method.upper()
+    allowed = {_BASE: ("GET", "POST"), _BASE + "/{id}": ("DELETE", "GET", "PATCH"),
+               _BASE + "/{id}/instance/init": ("POST",)}[resource]
+    if method not in allowed:
+        raise MethodNotAllowed(list(allowed))
+    account = authenticate_basic(request)
+    config_id = request.path_params.get("id", "")
+    if resource == _BASE:
+        if method == "POST":
+            return json_response(201, configs.create(account, _body(request)))
+        return json_response(200, {"configurations": configs.list_configs(account)})
+    if resource == _BASE + "/{id}":
+        if method == "GET":
+            return json_response(200, configs.get(account, config_id))
+        if method == "PATCH":
+            return json_response(200, configs.patch(account, config_id, _body(request)))
+        configs.delete(account, config_id)
+        return Response(204, "", {})
+    return json_response(201, instances.init_instance(account, config_id, _body(request)))
+
+
+def _bearer(request: Request) -> str | None:
+    scheme, _, token = (request.header("authorization") or "").partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else None
+
+
+def route(request: Request) -> Response:
+    resource = request.resource
+    method = request.method.upper()
+    if resource.startswith(_BASE):
+        return _api(request, resource)
+    if resource == "/iframe/v1/submit":
+        if method != "POST":
+            raise MethodNotAllowed(["POST"])
+        body = request.json()
+        return json_response(200, capture.submit(_bearer(request), body, uuid.uuid4().hex))
+    if method != "GET":
+        raise MethodNotAllowed(["GET"])
+    if resource == "/iframe/v1/frame":
+        status, headers, html = page.render_frame(request.query.get("token"), request.query.get("origin"),
+                                                  request.query.get("style"))
+        return Response(status, html, headers)
+    if resource in ("/iframe/v1/checkout.js", "/iframe/v1/frame.js"):
+        return Response(200, page.static_file(resource.rsplit("/", 1)[1]), _JS)
+    raise NotFound("Not found.")

@@ -1,0 +1,303 @@
+"""Issue 19 in-process on moto: payment iFrame configurations, instances and submissions, and the gateway's
+one-time read of an eToken (account and custom_id binding, the CVV destroyed, 10 concurrent SALEs -> one)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from tests.helpers import admin, call
+from vaultcore.gateway.errors import E
+
+BASE = "/api/v4/accounts/{account_id}/payment-iframe"
+CARD = "4242424242424242"
+SHOP = "https://shop.example"
+
+
+class Iframe:
+    """A merchant (its own partner, token payments on) and the browser side of its iframe."""
+
+    def __init__(self, platform, partner_id: str | None = None, options: dict | None = None) -> None:
+        self.platform = platform
+        if partner_id is None:
+            status, partner = admin(platform, "POST", "/admin/v1/partners", {"name": "Iframe", "apiSecurity": "hmac"})
+            assert status == 201
+            partner_id = partner["partnerId"]
+        status, account = admin(platform, "POST", "/admin/v1/accounts", {
+            "partnerId": partner_id, "options": {"token_payments": True, **(options or {})}})
+        assert status == 201, account
+        self.partner_id = partner_id
+        self.account_id = account["account_id"]
+        self.creds = {"account_id": account["account_id"], "api_accesskey": account["api_accesskey"]}
+
+    def api(self, method: str, suffix: str = "", body=None, *, auth: str | None = None, account_id: str | None = None):
+        account_id = account_id or self.account_id
+        resource = BASE + suffix
+        path = resource.replace("{account_id}", account_id)
+        params = {"account_id": account_id}
+        if "{id}" in suffix:
+            params["id"] = self._id
+            path = path.replace("{id}", self._id)
+        basic = base64.b64encode(f"{self.creds['account_id']}:{self.creds['api_accesskey']}".encode()).decode()
+        headers = {"Authorization": auth if auth is not None else "Basic " + basic}
+        status, _, payload = call(self.platform, "IframeFunction", method, path, body, headers, resource=resource,
+                                  path_params=params)
+        return status, payload
+
+    def configure(self, **members) -> dict:
+        body = {"label": "Checkout", "allowedParentDomains": [SHOP], **members}
+        status, config = self.api("POST", "", body)
+        assert status == 201, config
+        self._id = config["id"]
+        return config
+
+    def instance(self, **body) -> dict:
+        status, out = self.api("POST", "/{id}/instance/init", {"label": "order 1", **body})
+        assert status == 201, out
+        return out
+
+    def submit(self, token: str, **fields):
+        status, _, payload = call(self.platform, "IframeFunction", "POST", "/iframe/v1/submit", fields,
+                                  {"Authorization": "Bearer " + token}, resource="/iframe/v1/submit")
+        return status, payload
+
+    def frame(self, token: str, origin: str = SHOP):
+        return call(self.platform, "IframeFunction", "GET", "/iframe/v1/frame", None, None,
+                    query={"token": token, "origin": origin}, resource="/iframe/v1/frame")
+
+    def pay(self, **variables) -> dict:
+        status, _, body = call(self.platform, "GatewayFunction", "POST", "/api/qsapi/3.8",
+                               json.dumps({**self.creds, "transaction_type": "SALE", "tender_type": "CARD",
+                                           "transaction_amount": "10.00", "currency": "USD",
+                                           "payment_type": "ECOMMERCE", **variables}),
+                               {"Content-Type": "application/json"}, resource="/api/qsapi/3.8")
+        assert status == 200, body
+        return body
+
+
+@pytest.fixture
+def shop(platform) -> Iframe:
+    return Iframe(platform)
+
+
+def _card(**extra) -> dict:
+    return {"paymentMethod": "CARD", "cardNumber": CARD, "cardExpiration": "12/30", "cardCvv": "123", **extra}
+
+
+def _tokens_items() -> list[dict]:
+    import boto3
+
+    from vaultcore.settings import settings as vault_settings
+
+    return boto3.client("dynamodb", region_name="us-east-1").scan(TableName=vault_settings().tokens_table)["Items"]
+
+
+# ------------------------------------------------------------------------------------------------ configurations
+def test_configurations_create_list_read_patch_delete(shop):
+    config = shop.configure(allowedPaymentMethods=["CARD", "ACH"], timeout=300,
+                            cardSettings={"cvv": "optional", "billingAddress": {"zip": "required"}})
+    assert config["allowedParentDomains"] == [SHOP] and config["timeout"] == 300 and config["language"] == "en"
+    assert config["cardSettings"] == {"cvv": "optional", "billingAddress": {
+        "address1": "omit", "address2": "omit", "city": "omit", "state": "omit", "zip": "required"}}
+    status, listed = shop.api("GET")
+    assert status == 200 and [c["id"] for c in listed["configurations"]] == [config["id"]]
+    status, patched = shop.api("PATCH", "/{id}", {"label": "New", "cardSettings": {"cvv": "omit"}})
+    assert status == 200 and patched["label"] == "New" and patched["cardSettings"]["cvv"] == "omit"
+    assert patched["cardSettings"]["billingAddress"]["zip"] == "required" and patched["timeout"] == 300
+    assert shop.api("GET", "/{id}")[1]["label"] == "New"
+    assert shop.api("DELETE", "/{id}")[0] == 204
+    status, err = shop.api("GET", "/{id}")
+    assert status == 404 and err["errCode"] == 404
+
+
+@pytest.mark.parametrize("domains", [["*"], ["*.com"], ["http://shop.example"], ["https://shop.example/path"],
+                                     ["https://10.0.0.1"], ["localhost"], ["http://localhost"], [], "x",
+                                     ["https://user@shop.example"], ["https://shop.example:99999"], ["ftp://a.b"],
+                                     [f"https://s{i}.example" for i in range(11)], ["'self'"], ["https://*"]])
+def test_allowed_parent_domains_are_strict_host_sources(shop, domains):
+    status, err = shop.api("POST", "", {"label": "x", "allowedParentDomains": domains})
+    assert status == 400 and err["errCode"] == 901 and err["errMessage"].startswith("allowedParentDomains"), err
+
+
+def test_host_sources_are_normalised_and_local_ones_are_cert_only(shop, monkeypatch):
+    config = shop.configure(allowedParentDomains=["Shop.Example", "*.shop.example:8443", "http://localhost:8080",
+                                                  "http://127.0.0.1:3000", "https://shop.example"])
+    assert config["allowedParentDomains"] == ["https://shop.example", "https://*.shop.example:8443",
+                                              "http://localhost:8080", "http://127.0.0.1:3000"]
+    from vaultcore.iframe import domains
+
+    with pytest.raises(domains.DomainError):
+        domains.normalise_source("http://localhost:8080", cert=False)
+    assert domains.origin_allowed("https://a.shop.example:8443", config["allowedParentDomains"])
+    assert not domains.origin_allowed("https://shop.example:8443", ["https://*.shop.example:8443"])
+    assert not domains.origin_allowed("https://evil.example", config["allowedParentDomains"])
+    assert not domains.origin_allowed("null", config["allowedParentDomains"])
+
+
+def test_authentication_is_basic_and_uniform(shop):
+    other = Iframe(shop.platform, shop.partner_id)
+    for auth in ("", "Basic !!!", "Bearer x", "Basic " + base64.b64encode(b"123456789012:nope").decode(),
+                 "Basic " + base64.b64encode(f"{shop.account_id}:wrong".encode()).decode()):
+        status, err = shop.api("GET", auth=auth)
+        assert status == 401 and err == {"success": False, "errCode": 1003, "errMessage": "Authentication required."}
+    status, err = shop.api("GET", account_id=other.account_id)  # the path names another account
+    assert status == 401 and err["errCode"] == 1003
+
+
+def test_anti_fraud_needs_fraud_scoring_and_an_account_needs_a_partner(platform):
+    shop = Iframe(platform)
+    status, err = shop.api("POST", "", {"label": "x", "allowedParentDomains": [SHOP], "antiFraud": True})
+    assert status == 409 and err["errCode"] == 903
+
+
+# ------------------------------------------------------------------------------------------------ instances, page
+def test_instance_token_page_headers_and_fields(shop):
+    shop.configure(allowedPaymentMethods=["CARD", "ACH"])
+    inst = shop.instance(customId="order-42", amount="19.99")
+    assert inst["customId"] == "order-42" and inst["bearerToken"].startswith("ifb_") and inst["submissionLimit"] == 3
+    status, headers, html = shop.frame(inst["bearerToken"])
+    assert status == 200
+    csp = headers["Content-Security-Policy"]
+    assert "frame-ancestors https://shop.example;" in csp and "default-src 'self'" in csp and "*" not in csp
+    assert "script-src 'nonce-" in csp and "unsafe-inline" not in csp
+    assert headers["X-Content-Type-Options"] == "nosniff" and headers["Referrer-Policy"] == "no-referrer"
+    assert headers["Cache-Control"] == "no-store"
+    for name in ("cardNumber", "cardExpiration", "cardCvv", "zip", "bankAccountNumber", "bankRoutingNumber",
+                 "accountHolderName", "paymentMethod"):
+        assert f'name="{name}"' in html, name
+    nonce = csp.split("'nonce-")[1].split("'")[0]
+    assert f'<script nonce="{nonce}" src="frame.js">' in html
+    # the token's hash is stored, never the token
+    import boto3
+
+    from vaultcore.settings import settings as vault_settings
+
+    items = boto3.client("dynamodb", region_name="us-east-1").scan(TableName=vault_settings().signals_table)["Items"]
+    assert inst["bearerToken"] not in json.dumps(items)
+
+
+def test_a_bad_token_or_a_disallowed_origin_gets_no_fields(shop):
+    shop.configure()
+    inst = shop.instance()
+    _, headers, html = shop.frame("ifb_" + "A" * 43)
+    assert "frame-ancestors 'none'" in headers["Content-Security-Policy"] and 'name="cardNumber"' not in html
+    assert '"error": "TOKEN_INVALID"' in html and '"parentOrigin": null' in html
+    _, headers, html = shop.frame(inst["bearerToken"], "https://evil.example")
+    assert 'name="cardNumber"' not in html and '"error": "ORIGIN_NOT_ALLOWED"' in html
+    assert "frame-ancestors https://shop.example;" in headers["Content-Security-Policy"]
+    from vaultcore import clock
+
+    clock.set_offset(901)  # the configuration's default timeout has passed
+    _, headers, html = shop.frame(inst["bearerToken"])
+    assert 'name="cardNumber"' not in html and '"error": "TOKEN_INVALID"' in html
+    assert '"parentOrigin": "https://shop.example"' in html  # the error still reaches the merchant page
+    status, err = shop.submit(inst["bearerToken"], **_card())
+    assert status == 401 and err["errCode"] == 904
+
+
+def test_submission_fields_are_checked_and_the_limit_holds(shop):
+    shop.configure()
+    inst = shop.instance()
+    for fields, name in ((_card(cardNumber="4242424242424241"), "cardNumber"),
+                         (_card(cardExpiration="01/20"), "cardExpiration"),
+                         (_card(cardCvv="12"), "cardCvv"), (_card(zip="!"), "zip"), (_card(x="1"), "x"),
+                         (_card(cardNumber="378282246310005", cardCvv="123"), "cardCvv")):
+        status, err = shop.submit(inst["bearerToken"], **fields)
+        assert status == 400 and err["errCode"] == 906 and err["errMessage"].startswith(name), err
+        assert "4242" not in err["errMessage"]
+    status, err = shop.submit(inst["bearerToken"], paymentMethod="ACH", bankAccountNumber="000123456789",
+                              bankRoutingNumber="021000021", accountHolderName="Ann Lee")
+    assert status == 403 and err["errCode"] == 907
+    etokens = []
+    for i in range(20):  # card testing through one instance: SUBMISSION_LIMIT eTokens, then 905
+        status, out = shop.submit(inst["bearerToken"], **_card(cardNumber="4000056655665556" if i % 2 else CARD))
+        if status == 200:
+            etokens.append(out["eToken"])
+        else:
+            assert status == 409 and out["errCode"] == 905, (i, out)
+    assert len(etokens) == 3
+
+
+def test_the_submission_counter_is_retry_aware(shop):
+    from vaultcore.iframe import instances
+
+    shop.configure()
+    token = shop.instance()["bearerToken"]
+    assert instances.take_submission(token, "w1") == 1
+    assert instances.take_submission(token, "w1") == 1  # the same request again (an SDK retry): not counted twice
+    assert instances.take_submission(token, "w2") == 2
+
+
+# ------------------------------------------------------------------------------------------------ eToken read
+def test_card_etoken_pays_once_and_the_cvv_is_destroyed(shop):
+    shop.configure(cardSettings={"billingAddress": {"zip": "required", "address1": "optional"}})
+    inst = shop.instance(customId="order-7")
+    status, result = shop.submit(inst["bearerToken"], **_card(zip="94107", address1="1 Main St"))
+    assert status == 200, result
+    assert result["card"] == {"first1": "4", "last4": "4242", "expiration": "1230", "brand": "VISA"}
+    assert result["customId"] == "order-7" and result["paymentMethod"] == "CARD" and "antiFraud" not in result
+    etoken = result["eToken"]
+    assert any("t#vault_token_card_verification" in i for i in _tokens_items())
+    wrong = shop.pay(etoken=etoken, custom_id="order-8")
+    assert wrong["error_code"] == E.IFRAME_FIELD and wrong["error_message"] == "Invalid custom_id"
+    sale = shop.pay(etoken=etoken, custom_id="order-7")
+    assert sale["transaction_approved"] is True and sale["last4"] == "4242" and sale["cvv2_response"] == "M", sale
+    assert sale["custom_id"] == "order-7"
+    assert not any("t#vault_token_card_verification" in i for i in _tokens_items())  # PCI DSS 3.3.1
+    again = shop.pay(etoken=etoken, custom_id="order-7")
+    assert again["error_code"] == E.ETOKEN_USED and again["transaction_approved"] is False
+    assert CARD not in json.dumps(_tokens_items())
+
+
+def test_another_accounts_etoken_is_refused_like_an_unknown_one(shop):
+    shop.configure()
+    status, result = shop.submit(shop.instance(customId="c1")["bearerToken"], **_card())
+    assert status == 200
+    other = Iframe(shop.platform, shop.partner_id)  # same partner: the binding refuses it
+    assert other.pay(etoken=result["eToken"], custom_id="c1")["error_code"] == E.ETOKEN_FAILED
+    assert shop.pay(etoken=result["eToken"], custom_id="c1")["transaction_approved"] is True
+
+
+def test_ach_etoken_is_an_ach_sale(shop):
+    shop.configure(allowedPaymentMethods=["ACH"])
+    inst = shop.instance(customId="ach-1")
+    status, err = shop.submit(inst["bearerToken"], paymentMethod="ACH", bankAccountNumber="000123456789",
+                              bankRoutingNumber="021000022", accountHolderName="Ann Lee")
+    assert status == 400 and err["errMessage"].startswith("bankRoutingNumber")
+    status, result = shop.submit(inst["bearerToken"], paymentMethod="ACH", bankAccountNumber="000123456789",
+                                 bankRoutingNumber="021000021", accountHolderName="Ann Lee")
+    assert status == 200 and result["bank"] == {"last4": "6789"}, result
+    assert shop.pay(etoken=result["eToken"], custom_id="ach-1")["error_code"] == E.TENDER_TYPE
+    sale = shop.pay(etoken=result["eToken"], custom_id="ach-1", tender_type="ACH")
+    assert sale["transaction_approved"] is True and sale["authorization_message"] == "PENDING", sale
+    assert sale["tender_type"] == "ACH" and sale["last4"] == "6789"
+
+
+def test_ten_concurrent_sales_with_one_etoken_approve_exactly_one(shop):
+    shop.configure()
+    status, result = shop.submit(shop.instance(customId="race")["bearerToken"], **_card())
+    assert status == 200
+    with ThreadPoolExecutor(10) as pool:
+        answers = list(pool.map(lambda _: shop.pay(etoken=result["eToken"], custom_id="race"), range(10)))
+    approved = [a for a in answers if a.get("transaction_approved")]
+    assert len(approved) == 1, answers
+    assert {a["error_code"] for a in answers if not a.get("transaction_approved")} == {E.ETOKEN_USED}
+
+
+def test_the_read_is_retry_aware(shop):
+    from vaultcore.iframe import etoken
+
+    shop.configure()
+    status, result = shop.submit(shop.instance(customId="r")["bearerToken"], **_card())
+    tokens, binding = etoken.consume(shop.partner_id, shop.account_id, result["eToken"], "r", "writer-1")
+    assert "vault_token_card_verification" in tokens and binding["custom_id"] == "r"
+    again, _ = etoken.consume(shop.partner_id, shop.account_id, result["eToken"], "r", "writer-1")  # its own retry
+    assert "vault_token_card_number" in again and "vault_token_card_verification" not in again
+    from vaultcore.gateway.errors import GatewayError
+
+    with pytest.raises(GatewayError) as err:
+        etoken.consume(shop.partner_id, shop.account_id, result["eToken"], "r", "writer-2")
+    assert err.value.code == E.ETOKEN_USED
