@@ -490,9 +490,12 @@ def make_http_handler(platform: Platform) -> type[BaseHTTPRequestHandler]:
                     self.send_header(k, v)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
-            self.wfile.write(data)
+            if self.command != "HEAD":  # a HEAD answer has the headers of its body, never the body (RFC 9110 9.3.2)
+                self.wfile.write(data)
 
-        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _serve
+        # Every method goes through the routes, as API Gateway routes them: one no route declares is answered
+        # 405 (or 404 off every route) in the API's JSON, never the stdlib's 501 page.
+        do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = do_OPTIONS = do_TRACE = do_CONNECT = _serve
 
     return Handler
 
