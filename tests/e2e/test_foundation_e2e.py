@@ -115,6 +115,24 @@ def test_unknown_route_and_bad_json(runner):
     del key_partner
 
 
+def test_every_method_gets_the_apis_answer_never_the_servers_501(runner):
+    """API Gateway answers a method no route declares itself; so does the runner (HEAD without a body)."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    netloc = urlsplit(runner.base_url).netloc
+    for method in ("HEAD", "OPTIONS", "TRACE", "PUT"):
+        conn = http.client.HTTPConnection(netloc, timeout=10)
+        conn.request(method, "/api/partner/validate")
+        answer = conn.getresponse()
+        data = answer.read()
+        conn.close()
+        assert answer.status == 405, method
+        assert answer.getheader("Content-Type") == "application/json", method
+        assert data == (b"" if method == "HEAD" else b'{"message": "Method Not Allowed"}'), method
+        assert int(answer.getheader("Content-Length")) == len(b'{"message": "Method Not Allowed"}')
+
+
 def test_logs_hold_no_secrets(runner):
     """Runs last in this module: the whole log of the session so far holds no key or Authorization value."""
     logs = runner.logs()

@@ -697,16 +697,9 @@ def _capture(account: accounts.Account, req: GatewayRequest, capture_id: str, wr
     """One conditional UpdateItem decides (concurrent captures: exactly one wins), then the capture's item."""
     auth_id = str(req.get("token_id"))
     currency = req.values.get("currency")
-    try:
-        ok, auth = store.capture_authorization(account.account_id, auth_id, capture_id, req.amount_cents, now,
-                                               currency)
-    except VaultError:
-        # Unknown whether the authorization now names this capture: undo it if it does, or say so.
-        try:
-            store.revert_capture(account.account_id, auth_id, capture_id)
-        except VaultError:
-            raise OutcomeUnknown() from None
-        raise
+    ok, auth = _decide(lambda: store.capture_authorization(account.account_id, auth_id, capture_id,
+                                                          req.amount_cents, now, currency),
+                       lambda: store.revert_capture(account.account_id, auth_id, capture_id))
     if not ok:
         raise GatewayError(_capture_refusal(auth, req.amount_cents, now, currency))
     assert auth is not None
@@ -718,19 +711,8 @@ def _capture(account: accounts.Account, req: GatewayRequest, capture_id: str, wr
         "transaction_approved": True, "token_id": auth_id, "error": False, "error_code": 0,
         "refundable_cents": req.amount_cents, **_echoed(req),
     })
-    response = response_from_item(item)
-    try:
-        message = _record(account, response, item, writer)
-    except OutcomeUnknown:
-        raise  # the capture item may be there: the authorization stays captured (a keyed retry settles it)
-    except GatewayError:
-        # Certainly not written: give the authorization back so the capture can be retried.
-        try:
-            store.revert_capture(account.account_id, auth_id, capture_id)
-        except VaultError:
-            _log.error("capture revert failed", extra={"transaction_id": auth_id, "account_id": account.account_id})
-            raise OutcomeUnknown() from None
-        raise
+    response, message = _settle_referenced(
+        account, item, writer, lambda: store.revert_capture(account.account_id, auth_id, capture_id))
     _log.info("capture recorded", extra={"transaction_id": capture_id, "account_id": account.account_id})
     return response, item, message
 
@@ -749,10 +731,27 @@ def _referenced_item(account: accounts.Account, req: GatewayRequest, original: d
     return item
 
 
+def _decide(change: Any, undo: Any) -> tuple[bool, dict[str, Any] | None]:
+    """The conditional write that decides a CAPTURE, REFUND or REVERSAL on the original transaction.
+
+    When DynamoDB cannot tell whether it was applied, ``undo`` (conditional on this request's id) makes sure it
+    is not: then the failure is the dependency's ("nothing was charged"); if the undo cannot be made either, the
+    outcome is unknown.
+    """
+    try:
+        return change()
+    except VaultError:
+        try:
+            undo()
+        except VaultError:
+            raise OutcomeUnknown() from None
+        raise
+
+
 def _settle_referenced(account: accounts.Account, item: dict[str, Any], writer: str, undo: Any
                        ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Record a REFUND's or REVERSAL's own item; when it certainly was not written, undo the change it made
-    to the original (``undo``), so that the request can be retried."""
+    """Record a CAPTURE's, REFUND's or REVERSAL's own item; when it certainly was not written, undo the change
+    it made to the original (``undo``), so that the request can be retried."""
     response = response_from_item(item)
     try:
         message = _record(account, response, item, writer)
@@ -777,15 +776,10 @@ def _refund(account: accounts.Account, req: GatewayRequest, refund_id: str, writ
     ``REFUND``. Refunds may repeat until the amount is used up (``INVALID REFUND AMOUNT`` beyond it).
     """
     original_id = str(req.get("token_id"))
-    try:
-        ok, original = store.refund_transaction(account.account_id, original_id, refund_id, req.amount_cents, now,
-                                                req.values.get("currency"))
-    except VaultError:
-        try:  # unknown whether the amount was taken: give it back if it was, or say the outcome is unknown
-            store.revert_refund(account.account_id, original_id, refund_id, req.amount_cents)
-        except VaultError:
-            raise OutcomeUnknown() from None
-        raise
+    ok, original = _decide(
+        lambda: store.refund_transaction(account.account_id, original_id, refund_id, req.amount_cents, now,
+                                         req.values.get("currency")),
+        lambda: store.revert_refund(account.account_id, original_id, refund_id, req.amount_cents))
     if not ok:
         raise GatewayError(_refund_refusal(original, req))
     assert original is not None
@@ -832,15 +826,11 @@ def _reversal(account: accounts.Account, req: GatewayRequest, reversal_id: str, 
     the transaction's.
     """
     original_id = str(req.get("token_id"))
-    try:
-        ok, original = store.reverse_transaction(account.account_id, original_id, reversal_id, now, req.amount_cents,
-                                                 batches.load(account.account_id).last_cut)
-    except VaultError:
-        try:
-            store.revert_reversal(account.account_id, original_id, reversal_id)
-        except VaultError:
-            raise OutcomeUnknown() from None
-        raise
+    last_cut = batches.load(account.account_id).last_cut
+    ok, original = _decide(
+        lambda: store.reverse_transaction(account.account_id, original_id, reversal_id, now, req.amount_cents,
+                                          last_cut),
+        lambda: store.revert_reversal(account.account_id, original_id, reversal_id))
     if not ok:
         raise GatewayError(_reversal_refusal(original, req.amount_cents))
     assert original is not None

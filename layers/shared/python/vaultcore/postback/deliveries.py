@@ -173,6 +173,31 @@ _UNLEASED = "(attribute_not_exists(lease_until) OR lease_until < :now)"
 _OPEN = "(attribute_not_exists(#s) OR NOT (#s IN (:delivered, :dead)))"
 
 
+def _update_message(message: dict[str, Any], now: float, what: str, redelivery: bool, set_clause: str,
+                    values: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+    """One conditional UpdateItem of a message's MSG item (it is stored, and leaves the outbox index): the item
+    is neither leased by another copy nor, unless ``redelivery``, delivered or dead-lettered.
+
+    ``(True, item after)``, or ``(False, item as it was)`` when the condition failed.
+    """
+    values = {**_message_values(message, now), ":now": round(now, 3), **values}
+    condition = _UNLEASED
+    if not redelivery:
+        condition = f"{_OPEN} AND {condition}"
+        values.update({":delivered": "delivered", ":dead": "dead-lettered"})
+    try:
+        with aws_errors(what):
+            out = dynamodb().update_item(
+                TableName=_table(), Key=to_item({"account_id": message["account_id"],
+                                                 "attempt_key": f"MSG#{message['delivery_id']}"}),
+                UpdateExpression=f"SET {set_clause}, {_MESSAGE_SET} REMOVE outbox", ConditionExpression=condition,
+                ExpressionAttributeNames={"#s": "state"}, ExpressionAttributeValues=to_item(values),
+                ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD")
+    except ConditionFailed as exc:
+        return False, from_item(getattr(exc.__cause__, "response", {}).get("Item")) or {}
+    return True, from_item(out.get("Attributes")) or {}
+
+
 def _refusal(old: dict[str, Any], redelivery: bool) -> Claimed:
     if not redelivery and old.get("state") in ("delivered", "dead-lettered"):
         return Claimed(str(old["state"]))
@@ -193,28 +218,13 @@ def claim(message: dict[str, Any], lease_seconds: float, *, redelivery: bool = F
     """
     now = clock.now()
     owner = uuid.uuid4().hex
-    values = {**_message_values(message, now), ":now": round(now, 3), ":lease": round(now + lease_seconds, 3),
-              ":owner": owner, ":sending": "sending", ":zero": 0, ":one": 1}
-    condition = _UNLEASED
-    if not redelivery:
-        condition = f"{_OPEN} AND {condition}"
-        values.update({":delivered": "delivered", ":dead": "dead-lettered"})
-    try:
-        with aws_errors("delivery claim"):
-            out = dynamodb().update_item(
-                TableName=_table(), Key=to_item({"account_id": message["account_id"],
-                                                 "attempt_key": f"MSG#{message['delivery_id']}"}),
-                UpdateExpression=(f"SET #s = :sending, lease_until = :lease, lease_owner = :owner, "
-                                  f"attempt = if_not_exists(attempt, :zero) + :one, {_MESSAGE_SET} REMOVE outbox"),
-                ConditionExpression=condition, ExpressionAttributeNames={"#s": "state"},
-                ExpressionAttributeValues=to_item(values), ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD")
-    except ConditionFailed as exc:
-        old = from_item(getattr(exc.__cause__, "response", {}).get("Item")) or {}
-        if old.get("lease_owner") == owner:
-            return old
-        raise _refusal(old, redelivery) from None
-    return from_item(out.get("Attributes")) or {}
+    ok, item = _update_message(
+        message, now, "delivery claim", redelivery,
+        "#s = :sending, lease_until = :lease, lease_owner = :owner, attempt = if_not_exists(attempt, :zero) + :one",
+        {":lease": round(now + lease_seconds, 3), ":owner": owner, ":sending": "sending", ":zero": 0, ":one": 1})
+    if not ok and item.get("lease_owner") != owner:
+        raise _refusal(item, redelivery)
+    return item
 
 
 def note_deferral(message: dict[str, Any], reason: str, *, redelivery: bool = False) -> int:
@@ -225,28 +235,13 @@ def note_deferral(message: dict[str, Any], reason: str, *, redelivery: bool = Fa
     attempted (left as it is) — and the delivery log gets a ``deferred`` entry numbered with the attempt that
     was put off, which is returned. Setting the same state again is harmless: an SDK retry needs no identity.
     """
-    now = clock.now()
-    values = {**_message_values(message, now), ":now": round(now, 3), ":deferred": "deferred", ":zero": 0}
-    condition = _UNLEASED
-    if not redelivery:
-        condition = f"{_OPEN} AND {condition}"
-        values.update({":delivered": "delivered", ":dead": "dead-lettered"})
-    try:
-        with aws_errors("delivery log update"):
-            out = dynamodb().update_item(
-                TableName=_table(), Key=to_item({"account_id": message["account_id"],
-                                                 "attempt_key": f"MSG#{message['delivery_id']}"}),
-                UpdateExpression=f"SET #s = :deferred, attempt = if_not_exists(attempt, :zero), {_MESSAGE_SET} "
-                                 "REMOVE outbox",
-                ConditionExpression=condition, ExpressionAttributeNames={"#s": "state"},
-                ExpressionAttributeValues=to_item(values), ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD")
-        stored = from_item(out.get("Attributes")) or {}
-    except ConditionFailed as exc:
-        stored = from_item(getattr(exc.__cause__, "response", {}).get("Item")) or {}
+    ok, stored = _update_message(message, clock.now(), "delivery log update", redelivery,
+                                 "#s = :deferred, attempt = if_not_exists(attempt, :zero)",
+                                 {":deferred": "deferred", ":zero": 0})
+    if not ok:
         refusal = _refusal(stored, redelivery)
         if refusal.reason != "leased":
-            raise refusal from None
+            raise refusal
     attempt = int(stored.get("attempt") or 0) + 1
     record_attempt(message["account_id"], message["delivery_id"], message.get("transaction_id", ""), attempt,
                    "deferred", None, 0.0, reason, "")
