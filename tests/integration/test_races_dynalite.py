@@ -1,6 +1,6 @@
 """The money and authentication races on a second DynamoDB implementation (dynalite, tests/dynalite.py).
 
-The same conditional writes the gateway and the HMAC check make, through the platform's own AWS client (the
+The same conditional writes the gateway, the HMAC check and the tokenization API's one-time read make, through the platform's own AWS client (the
 JSON-protocol client Lambda uses), with many threads at once against dynalite's per-item locking. The moto
 versions of these races are in test_gateway_lifecycle.py, test_gateway.py and test_exactly_once.py.
 """
@@ -14,7 +14,7 @@ import pytest
 
 from tests.dynalite import dynalite_server
 
-TABLES = ("TransactionsTable", "NoncesTable", "IdempotencyTable")
+TABLES = ("TransactionsTable", "NoncesTable", "IdempotencyTable", "TokensTable")
 ACCOUNT = "123456789012"
 
 
@@ -52,7 +52,7 @@ def dynalite(endpoint, monkeypatch):
             kwargs["LocalSecondaryIndexes"] = props["LocalSecondaryIndexes"]
         ddb.create_table(**kwargs)
         env = {"TransactionsTable": "TRANSACTIONS_TABLE", "NoncesTable": "NONCES_TABLE",
-               "IdempotencyTable": "IDEMPOTENCY_TABLE"}[logical]
+               "IdempotencyTable": "IDEMPOTENCY_TABLE", "TokensTable": "TOKENS_TABLE"}[logical]
         monkeypatch.setenv(env, name)
     reset_platform_state()
     yield ddb
@@ -122,3 +122,15 @@ def test_one_idempotency_key_is_claimed_once(dynalite):
         claims = list(pool.map(lambda i: idempotency.claim(ACCOUNT, "order-7", "f" * 64, f"10000000000{i}",
                                                            1_700_000_000), range(10)))
     assert [c.state for c in claims].count("new") == 1
+
+
+def test_ten_concurrent_reads_of_one_bfid_give_one_success(dynalite):
+    """Issue 21: the partner's read of a bfid succeeds once (store.tokens.claim_partner_read)."""
+    from vaultcore.store import tokens
+
+    tokens.put_tokens("b" * 60, "partner1", "TPL", 1, 1, {"card": "tok"}, 1_700_000_000, 1_700_003_600,
+                      readable=True)
+    with ThreadPoolExecutor(10) as pool:
+        claims = list(pool.map(lambda i: tokens.claim_partner_read("b" * 60, "partner1", f"read-{i}",
+                                                                   1_700_000_100), range(10)))
+    assert sum(1 for c in claims if c is not None) == 1
