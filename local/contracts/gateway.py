@@ -493,6 +493,12 @@ def build() -> dict[str, Any]:
             },
         }},
     }
+    # --- issue 19 (iframe): the payment iFrame's operations (local/contracts/iframe.py) ---
+    from local.contracts import iframe
+
+    paths.update(iframe.paths())
+    schemas.update(iframe.schemas())
+    # --- end ---
     return document(
         api="gateway", title="Vault payment gateway API (QSAPI 3.8)",
         description="QSAPI 3.8 payments, the reporting interface (RSAPI), wallet sessions and payments, the "
@@ -505,5 +511,6 @@ def build() -> dict[str, Any]:
                                          "body's `account_id`. Elsewhere the credentials are body variables."},
             "apiAccesskey": {"type": "apiKey", "in": "header", "name": "X-Api-Accesskey",
                              "description": "`/paymentMethods` and `/payments` only: the access key."},
+            **iframe.SECURITY_SCHEMES,  # issue 19 (iframe)
         },
-        tags=[{"name": n} for n in ("qsapi", "rsapi", "wallet", "checkout")])
+        tags=[{"name": n} for n in ("qsapi", "rsapi", "wallet", "checkout", "iframe")])  # issue 19: iframe

@@ -1,0 +1,159 @@
+"""The payment iFrame's operations in the gateway API's document (issue 19): configurations and instances (HTTP
+Basic), the page, its scripts and submissions. Merged into ``openapi/gateway.json`` by :mod:`.gateway`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from local.contracts.common import body, codes, obj, parameter, ref, response, text
+from vaultcore.iframe import capture, configs, instances
+from vaultcore.iframe.errors import CODES, ONERROR_CODES
+from vaultcore.iframe.page import STYLE_OPTIONS
+
+__all__ = ["paths", "schemas", "SECURITY_SCHEMES"]
+
+SECURITY_SCHEMES = {"accountBasic": {"type": "http", "scheme": "basic", "description": (
+    "The payment iFrame's configurations and instances: `account_id` as the user, `api_accesskey` as the "
+    "password (the merchant's server only; a page never holds them). Every failure: 401, errCode 1003.")}}
+_SETTING = {"type": "string", "enum": list(configs.SETTINGS)}
+_ERROR_TEXT = "`{success: false, errCode, errMessage}` (README \"Payment iFrame error codes\")."
+
+
+def schemas() -> dict[str, Any]:
+    address = obj({k: _SETTING for k in configs.ADDRESS_FIELDS}, description="Each billing field: collected and "
+                  "required, optional, or not collected (default: zip optional, the others omitted).")
+    members = {
+        "label": text(r"[^\x00-\x1f\x7f]{1,64}", "A name for the merchant."),
+        "language": {"type": "string", "enum": list(configs.LANGUAGES), "description": "Labels and messages."},
+        "timeout": {"type": "integer", "minimum": configs.TIMEOUT_RANGE[0], "maximum": configs.TIMEOUT_RANGE[1],
+                    "description": "Seconds an instance (its bearer token) lives; default 900."},
+        "currency": {"type": "string", "description": "ISO 4217, default USD."},
+        "allowedPaymentMethods": {"type": "array", "items": {"type": "string", "enum": list(configs.METHODS)},
+                                  "minItems": 1, "maxItems": 2, "uniqueItems": True},
+        "allowedParentDomains": {"type": "array", "minItems": 1, "maxItems": 10, "items": {"type": "string"},
+                                 "description": "CSP frame-ancestors host sources: `[https://]host[:port]`, the host "
+                                                "optionally `*.`-prefixed (two labels after it); https only in "
+                                                "production; `http://localhost:<port>` and "
+                                                "`http://127.0.0.1:<port>` in certification."},
+        "cardSettings": obj({"cvv": _SETTING, "billingAddress": address}),
+        "antiFraud": {"type": "boolean", "description": "Run the device collection in the iframe and return "
+                                                        "`antiFraud.device_trans_id` (needs fraud scoring, 903)."},
+    }
+    view = dict(members, id=text(configs.CONFIG_ID), createdAt={"type": "integer"}, updatedAt={"type": "integer"})
+    card = obj({"first1": text("[0-9]"), "last4": text("[0-9]{4}"), "expiration": text("[0-9]{4}"),
+                "brand": {"type": "string"}}, ["first1", "last4", "expiration", "brand"])
+    return {
+        "IframeError": obj({"success": {"type": "boolean", "const": False},
+                            "errCode": codes({c: m for c, (_, m) in CODES.items()}, "Payment iFrame error codes."),
+                            "errMessage": {"type": "string"}}, ["success", "errCode", "errMessage"]),
+        "IframeConfigurationCreate": obj(members, ["label", "allowedParentDomains"]),
+        "IframeConfigurationPatch": obj(members),
+        "IframeConfiguration": obj(view, ["id", *configs.MEMBERS]),
+        "IframeConfigurations": obj({"configurations": {"type": "array", "items": ref("IframeConfiguration")}},
+                                    ["configurations"]),
+        "IframeInstanceRequest": obj({
+            "label": text(r"[^\x00-\x1f\x7f]{1,64}"),
+            "amount": {"type": ["string", "number"], "description": "Optional order amount (> 0, 2 decimals)."},
+            "customId": text(instances.CUSTOM_ID, "The gateway's `custom_id` (generated when absent).")},
+            ["label"]),
+        "IframeInstance": obj({
+            "bearerToken": text(instances.BEARER, "Short-lived (the configuration's timeout), bound to the "
+                                                  "configuration and account, good for `submissionLimit` "
+                                                  "submissions."),
+            "expiresAt": {"type": "string", "format": "date-time"}, "customId": text(instances.CUSTOM_ID),
+            "submissionLimit": {"type": "integer", "const": instances.SUBMISSION_LIMIT_PER_TOKEN}},
+            ["bearerToken", "expiresAt", "customId", "submissionLimit"]),
+        "IframeSubmission": obj({name: {"type": "string"} for name in capture.FIELDS}, description=(
+            "The iframe's fields by name (sent by frame.js, never by the merchant's page).")),
+        "IframeResult": obj({
+            "eToken": {"type": "string", "description": "The bfid to send as `etoken` (with `custom_id`) in a "
+                                                        "SALE; read once, within one hour."},
+            "customId": text(instances.CUSTOM_ID), "paymentMethod": {"type": "string", "enum": list(configs.METHODS)},
+            "card": card, "bank": obj({"last4": text("[0-9]{4}")}, ["last4"]),
+            "antiFraud": obj({"device_trans_id": {"type": "string"}}, ["device_trans_id"])},
+            ["eToken", "customId", "paymentMethod"]),
+    }
+
+
+def _errors(*statuses: int) -> dict[str, Any]:
+    meaning = {400: "The body is not one JSON object or the input gate refused it (400), or a member is invalid "
+                    "(901, 902, 906).", 401: "Authentication failed (1003) or the bearer token is invalid (904).",
+               403: "The payment method is not allowed (907).", 404: "No such configuration of this account (404).",
+               409: "The account is not ready (903) or the submissions are used up (905).",
+               413: "The body is over the input gate's limit.", 500: "Internal error."}
+    return {str(s): response(meaning[s] + " " + _ERROR_TEXT, ref("IframeError")) for s in statuses}
+
+
+def paths() -> dict[str, Any]:
+    basic = [{"accountBasic": []}]
+    account = parameter("account_id", "path", "The account (the Basic user).", text("[0-9]{12}"))
+    config_id = parameter("id", "path", "The configuration id.", {"type": "string"})
+    common = (400, 401, 413, 500)
+    html = {"text/html": {"schema": {"type": "string"}}}
+    js = {"application/javascript": {"schema": {"type": "string"}}}
+    return {
+        "/api/v4/accounts/{account_id}/payment-iframe": {
+            "parameters": [account],
+            "get": {"operationId": "listPaymentIframes", "tags": ["iframe"], "security": basic,
+                    "summary": "The account's payment iFrame configurations",
+                    "responses": {"200": response("The configurations.", ref("IframeConfigurations")),
+                                  **_errors(*common)}},
+            "post": {"operationId": "createPaymentIframe", "tags": ["iframe"], "security": basic,
+                     "summary": "Create a payment iFrame configuration",
+                     "requestBody": body(ref("IframeConfigurationCreate"), example={
+                         "label": "Web shop", "allowedParentDomains": ["https://shop.example"],
+                         "allowedPaymentMethods": ["CARD", "ACH"], "timeout": 900,
+                         "cardSettings": {"cvv": "required", "billingAddress": {"zip": "required"}}}),
+                     "responses": {"201": response("Created.", ref("IframeConfiguration")), **_errors(*common, 409)}},
+        },
+        "/api/v4/accounts/{account_id}/payment-iframe/{id}": {
+            "parameters": [account, config_id],
+            "get": {"operationId": "getPaymentIframe", "tags": ["iframe"], "security": basic,
+                    "summary": "Read a configuration",
+                    "responses": {"200": response("The configuration.", ref("IframeConfiguration")),
+                                  **_errors(*common, 404)}},
+            "patch": {"operationId": "patchPaymentIframe", "tags": ["iframe"], "security": basic,
+                      "summary": "Change members of a configuration (cardSettings merged)",
+                      "requestBody": body(ref("IframeConfigurationPatch")),
+                      "responses": {"200": response("The configuration.", ref("IframeConfiguration")),
+                                    **_errors(*common, 404, 409)}},
+            "delete": {"operationId": "deletePaymentIframe", "tags": ["iframe"], "security": basic,
+                       "summary": "Remove a configuration (its instances stop working)",
+                       "responses": {"204": response("Removed."), **_errors(*common, 404)}},
+        },
+        "/api/v4/accounts/{account_id}/payment-iframe/{id}/instance/init": {
+            "parameters": [account, config_id],
+            "post": {"operationId": "initPaymentIframeInstance", "tags": ["iframe"], "security": basic,
+                     "summary": "An instance: its bearer token for VaultCheckout.mount",
+                     "requestBody": body(ref("IframeInstanceRequest"), example={"label": "Order 1001",
+                                                                               "amount": "24.99",
+                                                                               "customId": "order-1001"}),
+                     "responses": {"201": response("The instance.", ref("IframeInstance")),
+                                   **_errors(*common, 404)}},
+        },
+        "/iframe/v1/checkout.js": {"get": {
+            "operationId": "iframeLibrary", "tags": ["iframe"], "security": [{}],
+            "summary": "The client library (VaultCheckout.mount); `onError` codes: "
+                       + ", ".join(f"`{c}`" for c in ONERROR_CODES),
+            "responses": {"200": response("JavaScript.", content=js), **_errors(400, 500)}}},
+        "/iframe/v1/frame.js": {"get": {
+            "operationId": "iframeScript", "tags": ["iframe"], "security": [{}], "summary": "The iframe's script",
+            "responses": {"200": response("JavaScript.", content=js), **_errors(400, 500)}}},
+        "/iframe/v1/frame": {"get": {
+            "operationId": "iframePage", "tags": ["iframe"], "security": [{}],
+            "summary": "The iframe page (made by checkout.js)",
+            "description": "CSP with `frame-ancestors` from the configuration (`'none'` for a token naming none), "
+                           "scripts by nonce; no fields for a bad or expired token or an origin not allowed.",
+            "parameters": [parameter("token", "query", "The bearer token.", {"type": "string"}),
+                           parameter("origin", "query", "The parent page's origin.", {"type": "string"}),
+                           parameter("style", "query", "JSON of the style options: " + ", ".join(STYLE_OPTIONS),
+                                     {"type": "string"})],
+            "responses": {"200": response("The page.", content=html), **_errors(400, 500)}}},
+        "/iframe/v1/submit": {"post": {
+            "operationId": "iframeSubmit", "tags": ["iframe"], "security": [{}],
+            "summary": "A submission from the iframe (Authorization: Bearer <token>)",
+            "parameters": [parameter("Authorization", "header", "`Bearer <bearerToken>`.", {"type": "string"})],
+            "requestBody": body(ref("IframeSubmission")),
+            "responses": {"200": response("The result submit() resolves with.", ref("IframeResult")),
+                          **_errors(400, 401, 403, 409, 413, 500)}}},
+    }
