@@ -27,9 +27,7 @@ def echo(platform: Any, method: str, path: str, headers: dict[str, str], body: b
     return 200, {"Content-Type": "application/json"}, json.dumps(answer).encode()
 
 
-# --- issue 19 (iframe): the demo shop embeds the payment iFrame (it replaced the card form of checkout_page) ---
-from local.iframe_shop import ROUTE as CHECKOUT_ROUTE  # noqa: E402
-# --- end ---
+from local.iframe_shop import ROUTE as CHECKOUT_ROUTE  # noqa: E402  issue 19 (iframe): the demo shop, payment iFrame
 from local.openapi_pages import ROUTE as OPENAPI_ROUTE  # noqa: E402  /openapi/: the API contracts
 
 ROUTES = [CHECKOUT_ROUTE, ("/_local/echo", echo), OPENAPI_ROUTE]
