@@ -174,6 +174,13 @@
   form.addEventListener("submit", function (e) { e.preventDefault(); });
 
   // ------------------------------------------------------------------ submission
+  // antiFraud: the device collection script (id=bcn, loaded by the page) reports before the first submission,
+  // or within 3 s; its device transaction id goes with the submission.
+  var collected = !config.antiFraud ? Promise.resolve() : new Promise(function (resolve) {
+    if (window.bcnResult) { resolve(); return; }
+    document.addEventListener("bcn:collected", function () { resolve(); });
+    setTimeout(resolve, 3000);
+  });
   var CODES = {904: "TOKEN_INVALID", 905: "SUBMISSION_LIMIT"};
   function submit(id) {
     var problems = [];
@@ -194,9 +201,11 @@
       if (v) { body[name] = name === "cardNumber" ? digits(v) : v; }
     });
     if (config.antiFraud && config.deviceTransId) { body.deviceTransId = config.deviceTransId; }
-    fetch("submit", {method: "POST", credentials: "omit", cache: "no-store",
-                     headers: {"Content-Type": "application/json", "Authorization": "Bearer " + token},
-                     body: JSON.stringify(body)})
+    collected.then(function () {
+      return fetch("submit", {method: "POST", credentials: "omit", cache: "no-store",
+                              headers: {"Content-Type": "application/json", "Authorization": "Bearer " + token},
+                              body: JSON.stringify(body)});
+    })
       .then(function (r) { return r.json().then(function (j) { return {status: r.status, body: j}; }); })
       .then(function (answer) {
         if (answer.status === 200) {
