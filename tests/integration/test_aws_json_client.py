@@ -801,6 +801,29 @@ def test_a_modeled_retryable_error_is_retried_where_the_operation_lists_it(stand
         "RetryAttempts"] == 2
 
 
+def test_an_outage_burst_spends_the_retry_quota_as_botocore_s(stand_in, no_backoff, monkeypatch):
+    """Both clients against an endpoint that answers 503: each failed call takes two retries (10 tokens) of the
+    bucket of 500, so after 50 calls neither client retries; a call refused its retry says RetryQuotaReached."""
+    import botocore.endpoint
+
+    boto_sleeps: list[float] = []
+    monkeypatch.setattr(botocore.endpoint, "time", types.SimpleNamespace(sleep=boto_sleeps.append))
+    server = stand_in(_error_reply(503, "ServiceUnavailable"))
+    method, params = CALLS["kms"]
+    our_client, boto_client = ours("kms", server.url), boto("kms", server.url, attempts=3)
+    per_call: dict[str, list[int]] = {"ours": [], "boto": []}
+    for _ in range(52):
+        for name, client, error in (("ours", our_client, AwsClientError), ("boto", boto_client, ClientError)):
+            before = len(server.requests)
+            with pytest.raises(error) as raised:
+                getattr(client, method)(**params)
+            per_call[name].append(len(server.requests) - before)
+            metadata = raised.value.response["ResponseMetadata"]
+            assert metadata.get("RetryQuotaReached", False) is (len(per_call[name]) > 50)
+    assert per_call["ours"] == per_call["boto"] == [3] * 50 + [1, 1]
+    assert len(no_backoff) == len(boto_sleeps) == 100
+
+
 def test_a_wrong_crc32_is_retried_then_a_transport_error(stand_in, no_backoff, monkeypatch):
     body = json.dumps({"Item": {"pk": {"S": "a"}}}).encode()
     server = stand_in(Reply(200, body, [("Content-Type", "application/x-amz-json-1.0"),
@@ -988,7 +1011,12 @@ def test_the_request_sent(stand_in, service, method, params, target, content_typ
     assert int(received.headers["Content-Length"]) == len(received.body)
     assert json.loads(received.body) == json.loads(from_boto.body) == wire  # bytes went base64, as botocore sends
     assert "X-Amz-Security-Token" not in received.headers
-    assert _verify_signature(received, server.url, service) == ["content-type", "host", "x-amz-date", "x-amz-target"]
+    # SQS is query compatible: both clients send x-amzn-query-mode (and sign it); the others do not send it.
+    assert received.headers["X-Amzn-Query-Mode"] == from_boto.headers["X-Amzn-Query-Mode"]
+    query_mode = ["x-amzn-query-mode"] if service == "sqs" else []
+    assert received.headers["X-Amzn-Query-Mode"] == ("true" if query_mode else None)
+    assert _verify_signature(received, server.url, service) == ["content-type", "host", "x-amz-date",
+                                                                "x-amz-target", *query_mode]
     _verify_signature(from_boto, server.url, service)  # the verifier itself accepts botocore's request
 
 
@@ -1156,14 +1184,14 @@ def test_container_credentials_refuse_a_malformed_or_missing_token(stand_in, clo
     assert server.requests == []
 
 
-def test_container_credentials_are_cached_until_ten_minutes_before_expiry(stand_in, clock):
+def test_container_credentials_are_cached_until_fifteen_minutes_before_expiry(stand_in, clock):
     server = stand_in(_credentials_reply(1), _credentials_reply(2, "2030-01-01T01:00:00Z"))
     provider = aws_json.ContainerCredentials(server.url + "/creds", token="t")
     assert provider.get().access_key.endswith("1")
-    clock[0] = EXPIRY - 601
+    clock[0] = EXPIRY - 900  # botocore's advisory window: refreshed when fewer than 15 minutes are left
     assert provider.get().access_key.endswith("1")
     assert len(server.requests) == 1
-    clock[0] = EXPIRY - 599
+    clock[0] = EXPIRY - 899
     refreshed = provider.get()
     assert refreshed.access_key.endswith("2") and refreshed.token == "token-2"
     assert refreshed.expiry == EXPIRY + 3600
@@ -1187,10 +1215,10 @@ def test_container_credentials_still_valid_are_used_when_the_refresh_fails(stand
     server = stand_in(_credentials_reply(1), Reply(500, b"{}"))
     provider = aws_json.ContainerCredentials(server.url + "/creds")
     first = provider.get()
-    clock[0] = EXPIRY - 300  # refresh due, 5 minutes left
+    clock[0] = EXPIRY - 720  # botocore's advisory window (15 to 10 minutes left): a failed refresh is not fatal
     assert provider.get() is first
     assert len(server.requests) == 4  # one fetch, then three tries of the refresh
-    clock[0] = EXPIRY - 30  # less than a minute left: the failure is the caller's
+    clock[0] = EXPIRY - 540  # the mandatory window (fewer than 10 minutes): the failure is the caller's
     with pytest.raises(AwsTransportError):
         provider.get()
 

@@ -140,7 +140,9 @@ def _json_client(service: str) -> Any:
 def _botocore_client(service: str) -> Any:
     from botocore.config import Config
 
-    config = Config(retries={"max_attempts": 3, "mode": "standard"}, connect_timeout=3, read_timeout=10,
+    # total_max_attempts counts the first attempt: 3 in all, as the JSON client makes (botocore's max_attempts
+    # counts retries only: max_attempts=3 would be 4 attempts).
+    config = Config(retries={"total_max_attempts": 3, "mode": "standard"}, connect_timeout=3, read_timeout=10,
                     max_pool_connections=50)
     return session().create_client(service, config=config)
 

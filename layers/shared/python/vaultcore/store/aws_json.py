@@ -25,10 +25,17 @@ operation through both against a moto server and compares the answers):
   attempt, where botocore hands it over). Members the model marks ``idempotencyToken`` (DynamoDB
   ``TransactWriteItems.ClientRequestToken``, ...) are filled once per call, so a retry after a lost answer is
   recognized by the service. JSON ``null`` members are left out of answers, as botocore's parser does.
-  Not here: the standard mode's retry quota (a token bucket shared by a client's calls), clock-skew correction,
-  and the MD5 checks botocore makes of SQS message bodies.
+* **Retry quota**: the standard mode's token bucket, one per client as botocore has (botocore/retries/quota.py
+  and standard.py ``RetryQuotaChecker``): 500 tokens; a retry takes 5 (10 after a timeout) and is not made when
+  the bucket cannot pay, so an outage costs one attempt per call instead of three once the bucket is empty; a
+  call answered without a retry puts 1 back, one answered after retries puts back what its last retry took.
+  A call refused a retry says so in ``ResponseMetadata["RetryQuotaReached"]``, as botocore's does.
+  Not here: clock-skew correction, and the MD5 checks botocore makes of SQS message bodies.
 * **Connections**: a keep-alive pool per client (``http.client``), connect timeout 3 s and read timeout 10 s; a
   reused connection the server has closed is replaced once without counting as an attempt.
+* **Query compatibility**: SQS (a service moved from the query protocol) gets ``x-amzn-query-mode: true`` on
+  every request, as botocore's serializer sends it for services with the ``awsQueryCompatible`` trait: the
+  service then answers with the query protocol's error codes in ``x-amzn-query-error``.
 * **Hooks**: ``client.meta.events.register("before-call.dynamodb", handler)`` calls ``handler(model=..., params=...)``
   before each call, with botocore's hierarchical event names (the service id: ``secrets-manager``), so call
   counters work with either client; ``params`` are the caller's keyword arguments, not botocore's serialized
@@ -36,8 +43,10 @@ operation through both against a moto server and compares the answers):
 
 Credentials come from the environment (``AWS_ACCESS_KEY_ID``/``AWS_SECRET_ACCESS_KEY``/``AWS_SESSION_TOKEN``, read at
 each call) or from the container credentials endpoint (``AWS_CONTAINER_CREDENTIALS_FULL_URI`` or ``..._RELATIVE_URI``,
-with ``AWS_CONTAINER_AUTHORIZATION_TOKEN[_FILE]``: what Lambda gives SnapStart functions), refreshed 10 minutes before
-they expire. :mod:`vaultcore.store.aws` decides when this client is used and falls back to botocore otherwise
+with ``AWS_CONTAINER_AUTHORIZATION_TOKEN[_FILE]``: what Lambda gives SnapStart functions), refreshed as botocore's
+``RefreshableCredentials`` does: from 15 minutes before they expire (advisory: one caller refreshes, the others
+keep using the current ones, and a failed refresh keeps them), and from 10 minutes before (mandatory: callers wait
+for the refresh, and its failure is theirs). :mod:`vaultcore.store.aws` decides when this client is used and falls back to botocore otherwise
 (profiles, instance metadata, FIPS or dual-stack endpoints, partitions other than aws, aws-cn and aws-us-gov).
 
 Nothing here logs; no request or answer body is ever put in an exception message.
@@ -64,7 +73,7 @@ from urllib.parse import quote, unquote, urlsplit
 
 __all__ = [
     "AwsClientError", "AwsTransportError", "Credentials", "EnvironmentCredentials", "ContainerCredentials",
-    "JsonServiceClient", "SERVICES", "canonical_request", "string_to_sign", "sign", "default_endpoint",
+    "JsonServiceClient", "RetryQuota", "SERVICES", "canonical_request", "string_to_sign", "sign", "default_endpoint",
     "endpoint_from_environment", "credential_provider_from_environment",
 ]
 
@@ -125,6 +134,37 @@ THROTTLING_CODES = frozenset({
 TRANSIENT_CODES = frozenset({"RequestTimeout", "RequestTimeoutException", "PriorRequestNotComplete"})
 TRANSIENT_STATUSES = frozenset({500, 502, 503, 504})
 MAX_BACKOFF_S = 20.0
+
+
+class RetryQuota:
+    """The standard retry mode's token bucket (botocore.retries.quota.RetryQuota with the costs of
+    botocore.retries.standard.RetryQuotaChecker): retries take tokens, answers that needed none give one back."""
+
+    INITIAL_CAPACITY = 500
+    RETRY_COST = 5
+    TIMEOUT_RETRY_COST = 10
+    NO_RETRY_INCREMENT = 1
+
+    def __init__(self, capacity: int = INITIAL_CAPACITY) -> None:
+        self._max = self._available = capacity
+        self._lock = threading.Lock()
+
+    @property
+    def available_capacity(self) -> int:
+        return self._available
+
+    def acquire(self, amount: int) -> bool:
+        with self._lock:
+            if amount > self._available:
+                return False
+            self._available -= amount
+            return True
+
+    def release(self, amount: int) -> None:
+        if self._available == self._max:  # the common case, without the lock (as botocore)
+            return
+        with self._lock:
+            self._available = min(self._max, self._available + amount)
 
 
 class AwsClientError(Exception):
@@ -275,7 +315,9 @@ class EnvironmentCredentials:
 
 _CONTAINER_HOSTS = frozenset({"127.0.0.1", "localhost", "::1", "169.254.170.2", "169.254.170.23", "fd00:ec2::23"})
 _RELATIVE_BASE = "http://169.254.170.2"
-REFRESH_BEFORE_EXPIRY_S = 600.0
+# botocore.credentials' RefreshableCredentials windows (_DEFAULT_ADVISORY_REFRESH_TIMEOUT, ..._MANDATORY_...).
+ADVISORY_REFRESH_S = 15 * 60.0
+MANDATORY_REFRESH_S = 10 * 60.0
 
 
 class ContainerCredentials:
@@ -305,21 +347,44 @@ class ContainerCredentials:
         return ContainerCredentials(url, environ.get("AWS_CONTAINER_AUTHORIZATION_TOKEN"),
                                     environ.get("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE"))
 
+    @staticmethod
+    def _due(cached: Credentials | None, window_s: float) -> bool:
+        """To be fetched: none yet, or fewer than ``window_s`` seconds left (botocore's ``refresh_needed``)."""
+        return cached is None or (cached.expiry is not None and cached.expiry - time.time() < window_s)
+
     def get(self) -> Credentials:
         cached = self._cached
-        if cached is not None and (cached.expiry is None or cached.expiry - time.time() > REFRESH_BEFORE_EXPIRY_S):
+        if not self._due(cached, ADVISORY_REFRESH_S):
+            assert cached is not None
+            return cached
+        # As botocore's RefreshableCredentials._refresh: in the advisory window one caller refreshes and the others
+        # go on with the current credentials; in the mandatory window (or with none yet) every caller waits.
+        if self._lock.acquire(blocking=False):
+            try:
+                return self._refresh()
+            finally:
+                self._lock.release()
+        if not self._due(cached, MANDATORY_REFRESH_S):
+            assert cached is not None
             return cached
         with self._lock:
-            cached = self._cached
-            if cached is None or (cached.expiry is not None and
-                                  cached.expiry - time.time() <= REFRESH_BEFORE_EXPIRY_S):
-                try:
-                    self._cached = cached = self._fetch()
-                except AwsTransportError:
-                    if cached is not None and cached.expiry is not None and cached.expiry > time.time() + 60:
-                        return cached  # still valid for a while: use it, try again next call
-                    raise
+            return self._refresh()
+
+    def _refresh(self) -> Credentials:
+        """With the lock held: fetch if still due. A failure in the advisory window keeps the current credentials
+        (tried again at the next call); in the mandatory window it is the caller's."""
+        cached = self._cached
+        if not self._due(cached, ADVISORY_REFRESH_S):
+            assert cached is not None
             return cached
+        try:
+            fresh = self._fetch()
+        except AwsTransportError:
+            if cached is not None and not self._due(cached, MANDATORY_REFRESH_S):
+                return cached
+            raise
+        self._cached = fresh
+        return fresh
 
     def reset(self) -> None:
         with self._lock:
@@ -526,6 +591,11 @@ class _Retryable(Exception):
         super().__init__(str(cause))
         self.cause, self.transport = cause, transport
 
+    @property
+    def quota_cost(self) -> int:
+        # botocore charges 10 for its ConnectTimeoutError and ReadTimeoutError (a socket timeout here), 5 else.
+        return RetryQuota.TIMEOUT_RETRY_COST if isinstance(self.cause, TimeoutError) else RetryQuota.RETRY_COST
+
 
 # botocore client attributes that are not operations: asking for one here is a mistake, not an API call.
 _NOT_OPERATIONS = frozenset({"exceptions", "get_paginator", "get_waiter", "can_paginate", "waiter_names"})
@@ -565,6 +635,7 @@ class JsonServiceClient:
         self._pool_lock = threading.Lock()
         self._ssl_context = ssl_context
         self._content_type = f"application/x-amz-json-{self.spec.json_version}"
+        self.retry_quota = RetryQuota()  # per client, as botocore's standard mode has it
         self.meta = _Meta(service, region, endpoint_url)
         self._operations: dict[str, Callable[..., dict[str, Any]]] = {}
         if self._https:
@@ -596,25 +667,40 @@ class JsonServiceClient:
                               model=OperationModel(operation, self.meta.service_model), params=params,
                               context={})
         body = json.dumps(params, separators=(",", ":"), default=_encode).encode("utf-8")
-        attempt = 0
+        attempt, acquired = 0, 0
         while True:
             attempt += 1
             try:
-                return self._attempt(operation, body, attempt)
+                answer = self._attempt(operation, body, attempt)
             except _Retryable as retry:
-                if attempt >= self._max_attempts:
-                    if retry.transport:
-                        raise AwsTransportError(f"{self.service} {operation}: no answer after {attempt} "
-                                                f"attempts ({type(retry.cause).__name__}).") from retry.cause
-                    raise retry.cause from None
-                # Full-jitter exponential backoff: uniform in [0, min(20 s, 2^(attempt-1) s)].
-                time.sleep(random.random() * min(MAX_BACKOFF_S, 2.0 ** (attempt - 1)))
+                quota_reached = False
+                if attempt < self._max_attempts:
+                    cost = retry.quota_cost
+                    if self.retry_quota.acquire(cost):
+                        acquired = cost
+                        # Full-jitter exponential backoff: uniform in [0, min(20 s, 2^(attempt-1) s)].
+                        time.sleep(random.random() * min(MAX_BACKOFF_S, 2.0 ** (attempt - 1)))
+                        continue
+                    quota_reached = True
+                if retry.transport:
+                    reason = "the retry quota is spent" if quota_reached else f"after {attempt} attempts"
+                    raise AwsTransportError(f"{self.service} {operation}: no answer {reason} "
+                                            f"({type(retry.cause).__name__}).") from retry.cause
+                if quota_reached and isinstance(retry.cause, AwsClientError):
+                    retry.cause.response["ResponseMetadata"]["RetryQuotaReached"] = True
+                raise retry.cause from None
+            # A success gives back what its last retry took, or one token when it needed none (botocore's
+            # after-call release_retry_quota).
+            self.retry_quota.release(acquired or RetryQuota.NO_RETRY_INCREMENT)
+            return answer
 
     def _attempt(self, operation: str, body: bytes, attempt: int) -> dict[str, Any]:
         credentials = self._credentials.get()
         amz_date = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         headers = {"host": self._host_header, "x-amz-date": amz_date, "content-type": self._content_type,
                    "x-amz-target": f"{self.spec.target_prefix}.{operation}"}
+        if self.spec.query_compatible:
+            headers["x-amzn-query-mode"] = "true"  # botocore's serializer: the awsQueryCompatible trait
         if credentials.token:
             headers["x-amz-security-token"] = credentials.token
         headers["authorization"] = sign("POST", self._path, "", headers, body, credentials, self.region,
