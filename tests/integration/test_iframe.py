@@ -301,3 +301,29 @@ def test_the_read_is_retry_aware(shop):
     with pytest.raises(GatewayError) as err:
         etoken.consume(shop.partner_id, shop.account_id, result["eToken"], "r", "writer-2")
     assert err.value.code == E.ETOKEN_USED
+
+
+def test_a_keyed_retry_after_an_unknown_outcome_pays_with_the_same_etoken(shop, monkeypatch):
+    """The eToken's one read belongs to the idempotency key: when the first attempt's outcome was unknown (its
+    transaction write could not be confirmed, the key stays held), the retry with the same key after the lock
+    reads the eToken again and pays once; without the key's identity it would find the eToken used (309)."""
+    from vaultcore import clock
+    from vaultcore.gateway import store
+
+    shop.configure()
+    status, result = shop.submit(shop.instance(customId="k1")["bearerToken"], **_card())
+    assert status == 200
+    real = store.record_transaction
+    monkeypatch.setattr(store, "record_transaction", lambda *a, **kw: store.Recorded.UNKNOWN)
+    body = json.dumps({**shop.creds, "transaction_type": "SALE", "tender_type": "CARD", "transaction_amount": "10.00",
+                       "currency": "USD", "payment_type": "ECOMMERCE", "etoken": result["eToken"], "custom_id": "k1"})
+    headers = {"Content-Type": "application/json", "Idempotency-Key": "order-k1"}
+    status, _, first = call(shop.platform, "GatewayFunction", "POST", "/api/qsapi/3.8", body, headers,
+                            resource="/api/qsapi/3.8")
+    assert status == 500 and "unknown" in first["error_message"]
+    monkeypatch.setattr(store, "record_transaction", real)
+    clock.set_offset(31)
+    status, _, retry = call(shop.platform, "GatewayFunction", "POST", "/api/qsapi/3.8", body, headers,
+                            resource="/api/qsapi/3.8")
+    assert status == 200 and retry["transaction_approved"] is True and retry["last4"] == "4242", retry
+    assert shop.pay(etoken=result["eToken"], custom_id="k1")["error_code"] == E.ETOKEN_USED  # another request

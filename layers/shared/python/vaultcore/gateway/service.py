@@ -198,9 +198,11 @@ def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[in
         elif req.source == "settle":
             response, item, message = _settle_batch(account, req, transaction_id, writer, int(now))
         elif req.transaction_type == "STORE":
-            response, item, payment, message = _store(account, req, payment, transaction_id, writer, now)
+            response, item, payment, message = _store(account, req, payment, transaction_id, writer, now,
+                                                      _etoken_reader(claim, writer))
         else:
-            response, item, payment, message = _pay(account, req, payment, transaction_id, writer, now)
+            response, item, payment, message = _pay(account, req, payment, transaction_id, writer, now,
+                                                    _etoken_reader(claim, writer))
     except OutcomeUnknown:
         raise  # something may be recorded: the key stays held until its lock passes and a retry settles it
     except BaseException:
@@ -218,6 +220,13 @@ def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[in
     if claim is not None and _storable(response, payment):
         _quietly(idempotency.complete, claim, response)
     return 200, response, {}
+
+
+def _etoken_reader(claim: idempotency.Claim | None, writer: str) -> str:
+    """Who reads an iframe eToken (once): with an idempotency key, the key's record, so that a keyed retry after
+    "outcome unknown" (a new request, its first attempt fenced) reads it again instead of finding it used (309);
+    without one, this request."""
+    return claim.record_id if claim is not None else writer
 
 
 def _quietly(fn: Any, *args: Any) -> None:
@@ -427,7 +436,8 @@ def _auto_tokenize(account: accounts.Account, payment: PaymentData) -> dict[str,
 
 # --------------------------------------------------------------------------------------------- SALE / AUTH
 def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | None, transaction_id: str,
-         writer: str, now: float) -> tuple[dict[str, Any], dict[str, Any], PaymentData, dict[str, Any] | None]:
+         writer: str, now: float, etoken_reader: str | None = None
+         ) -> tuple[dict[str, Any], dict[str, Any], PaymentData, dict[str, Any] | None]:
     """A SALE or AUTHORIZATION.
 
     DynamoDB round trips of a warm SALE with card data and auto-tokenization (the account and the partner's
@@ -444,7 +454,7 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
         payment, token_info, token_source = _resolve_tokens(account, req)
         check_payment(payment, req, now=now)
     elif req.source == "iframe":
-        payment, token_info, token_source = _resolve_etoken(account, req, writer)  # issue 19 (iframe): writer
+        payment, token_info, token_source = _resolve_etoken(account, req, etoken_reader or writer)  # issue 19
         check_payment(payment, req, now=now)
     elif req.source == "stored":
         payment, token_info, token_source = _resolve_stored(account, req)
@@ -620,7 +630,8 @@ def _resolve_stored(account: accounts.Account, req: GatewayRequest) -> tuple[Pay
 
 
 def _store(account: accounts.Account, req: GatewayRequest, payment: PaymentData | None, transaction_id: str,
-           writer: str, now: float) -> tuple[dict[str, Any], dict[str, Any], PaymentData, dict[str, Any] | None]:
+           writer: str, now: float, etoken_reader: str | None = None
+           ) -> tuple[dict[str, Any], dict[str, Any], PaymentData, dict[str, Any] | None]:
     """STORE: card or bank data (or an iframe eToken) kept as vault tokens under the account's partner.
 
     Nothing is charged and no processor is asked. The answer carries the ``transaction_id`` that later SALE and
@@ -628,7 +639,7 @@ def _store(account: accounts.Account, req: GatewayRequest, payment: PaymentData 
     detokenize without a read window), never a clear value.
     """
     if req.source == "iframe":
-        payment, token_info, _ = _resolve_etoken(account, req, writer)  # issue 19 (iframe): writer
+        payment, token_info, _ = _resolve_etoken(account, req, etoken_reader or writer)  # issue 19 (iframe)
         check_payment(payment, req, now=now)
     else:
         assert payment is not None
