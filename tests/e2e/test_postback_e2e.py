@@ -231,7 +231,7 @@ def test_burst_of_200_transactions_with_failures_each_delivered_once(fast_runner
     paths = ("/ok/burst", "/flaky/1", "/flaky/2")  # 500 for the first one or two attempts of each delivery
     accounts = [_account(base_url, receiver.url + path) for path in paths]
     with ThreadPoolExecutor(max_workers=8) as pool:
-        sales = list(pool.map(lambda i: (i % 3, _sale(base_url, accounts[i % 3], f"{1 + i / 100:.2f}")), range(200)))
+        sales = list(pool.map(lambda i: (i % 3, _sale(base_url, accounts[i % 3], f"{2 + i / 100:.2f}")), range(200)))
     ids = {s["transaction_id"] for _, s in sales}
     assert len(ids) == 200
     _wait(lambda: sum(len(receiver.delivered(p)) for p in paths) >= 200, 120)
