@@ -327,3 +327,20 @@ def test_a_keyed_retry_after_an_unknown_outcome_pays_with_the_same_etoken(shop, 
                             resource="/api/qsapi/3.8")
     assert status == 200 and retry["transaction_approved"] is True and retry["last4"] == "4242", retry
     assert shop.pay(etoken=result["eToken"], custom_id="k1")["error_code"] == E.ETOKEN_USED  # another request
+
+
+def test_the_partner_reads_an_iframe_bfid_once_independently_of_the_gateway(shop):
+    """Issue 21: `read` fetches the tokens the iFrame stored, once; the gateway's own read of the eToken is
+    another attribute and still pays."""
+    from vaultcore.tokens import service
+    from vaultcore.tokens.errors import TokenConflict
+
+    shop.configure()
+    status, result = shop.submit(shop.instance(customId="p1")["bearerToken"], **_card())
+    assert status == 200
+    tokens = service.read_tokens_once(shop.partner_id, result["eToken"], "read-1")
+    assert "vault_token_card_number" in tokens and CARD not in json.dumps(tokens)
+    with pytest.raises(TokenConflict) as second:
+        service.read_tokens_once(shop.partner_id, result["eToken"], "read-2")
+    assert second.value.code == 3018
+    assert shop.pay(etoken=result["eToken"], custom_id="p1")["transaction_approved"] is True

@@ -185,7 +185,8 @@ def submit(token: Any, body: Any, writer: str) -> dict[str, Any]:
     if account is None or not account.active or not account.partner_id:
         raise IframeError(TOKEN_INVALID)
     instances.take_submission(str(token), writer)
-    result = tokenize_values(account.partner_id, "GATEWAY", list(values.items()), store=True)
+    # readable: the partner's one `read` of an iframe bfid (issue 21), besides the gateway's one read of the eToken
+    result = tokenize_values(account.partner_id, "GATEWAY", list(values.items()), store=True, readable=True)
     binding = {"account": account.account_id, "custom_id": instance["customId"], "method": method,
                "instance": instances.token_hash(str(token))[:16]}
     if device is not None:
