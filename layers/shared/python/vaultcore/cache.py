@@ -46,7 +46,8 @@ class TTLCache(Generic[V]):
             while len(self._items) > self.max_items:
                 self._items.popitem(last=False)
 
-    def get_or_load(self, key: Hashable, loader: Callable[[], V]) -> V:
+    def get_or_load(self, key: Hashable, loader: Callable[[], V | None]) -> V | None:
+        """The cached value, else the loader's (cached unless None: a missing record is read again next time)."""
         value = self.get(key)
         if value is None:
             value = loader()
@@ -95,7 +96,7 @@ class ContainerCache(Generic[V]):
     def put(self, key: Hashable, value: V) -> None:
         self._cache().put(key, value)
 
-    def get_or_load(self, key: Hashable, loader: Callable[[], V]) -> V:
+    def get_or_load(self, key: Hashable, loader: Callable[[], V | None]) -> V | None:
         return self._cache().get_or_load(key, loader)
 
     def invalidate(self, key: Hashable) -> None:

@@ -43,22 +43,26 @@ __all__ = ["authdebug"]
 
 def _rsa_sign(private_pem: str, message: str) -> str:
     from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import padding
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
     key = serialization.load_pem_private_key(private_pem.encode(), password=None)
-    signature = key.sign(message.encode(), padding.PKCS1v15(), hashes.SHA256())  # type: ignore[union-attr,call-arg]
+    if not isinstance(key, rsa.RSAPrivateKey):  # _pem_header and the settings give RSA keys only
+        raise TypeError("not an RSA private key")
+    signature = key.sign(message.encode(), padding.PKCS1v15(), hashes.SHA256())
     return base64.b64encode(signature).decode()
 
 
 def _rsa_verify(public_pem: str, message: str, signature_b64: str) -> bool:
     from cryptography.exceptions import InvalidSignature
     from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import padding
+    from cryptography.hazmat.primitives.asymmetric import padding, rsa
 
     try:
         key = serialization.load_pem_public_key(public_pem.encode())
-        key.verify(base64.b64decode(signature_b64, validate=True), message.encode(),  # type: ignore[union-attr,call-arg]
-                   padding.PKCS1v15(), hashes.SHA256())
+        if not isinstance(key, rsa.RSAPublicKey):
+            return False
+        key.verify(base64.b64decode(signature_b64, validate=True), message.encode(), padding.PKCS1v15(),
+                   hashes.SHA256())
         return True
     except (InvalidSignature, ValueError, TypeError):
         return False

@@ -375,7 +375,8 @@ def _parse_enhanced(data: bytes, ksn_length: int, framed: bool) -> AudioMessage:
         raise TrackStatusError("the payload carries no KSN")
     aes = bool(f8 & _F8_AES)
     block_size = 16 if aes else 8
-    clear = tuple(r.take(lengths[n - 1]) if f8 & _TRACK_BIT[n] else b"" for n in (1, 2, 3))
+    t1, t2, t3 = (r.take(lengths[n - 1]) if f8 & _TRACK_BIT[n] else b"" for n in (1, 2, 3))  # read in order
+    clear = (t1, t2, t3)
     segments = [
         Segment((n,), r.take(_round_up(lengths[n - 1], block_size)))
         for n in (1, 2, 3)

@@ -509,7 +509,8 @@ def _time(tlv: _Tlv) -> datetime:
     if tlv.tag == 0x17:
         parts[0] += 1900 if parts[0] >= 50 else 2000
     try:
-        return datetime(*parts, tzinfo=UTC)  # type: ignore[misc]
+        year, month, day, hour, minute, second = parts
+        return datetime(year, month, day, hour, minute, second, tzinfo=UTC)
     except ValueError:
         raise _Asn1Error from None
 

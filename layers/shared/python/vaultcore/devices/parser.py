@@ -247,7 +247,8 @@ def _extracted(card: DecryptedCard) -> dict[str, str]:
             out["EXPY"] = card.keyed.expiry_mmyy
         return out
     t1, t2 = card.track1, card.track2
-    pan = (t2 or t1).pan if (t2 or t1) else None
+    track = t2 or t1
+    pan = track.pan if track else None
     if pan:
         out["PAN"] = pan
     expiry = (t2.expiry_mmyy if t2 else None) or (t1.expiry_mmyy if t1 else None)

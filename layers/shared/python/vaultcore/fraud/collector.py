@@ -203,8 +203,8 @@ def _clean_signals(raw: Any) -> dict[str, Any]:
     """Keep the documented members only, each bounded: the stored item stays small and holds no surprises."""
     if not isinstance(raw, dict):
         raise ValidationError("signals must be an object.")
-    screen = raw.get("screen") if isinstance(raw.get("screen"), dict) else {}
-    languages = raw.get("languages") if isinstance(raw.get("languages"), list) else []
+    screen: dict[str, Any] = raw["screen"] if isinstance(raw.get("screen"), dict) else {}
+    languages: list[Any] = raw["languages"] if isinstance(raw.get("languages"), list) else []
     offset = raw.get("tzOffset")
     return {
         "userAgent": _text(raw.get("userAgent"), 512),

@@ -99,7 +99,7 @@ def _wrap_hmac(partner_id: str, version: int, secret: bytes) -> dict[str, Any]:
     return {"v": version, "env": wrap_secret(secret, {"purpose": "partner-hmac", "partnerId": partner_id})}
 
 
-def create_partner(name: str, api_security: str, partner_id: str | None = None) -> dict[str, Any]:
+def create_partner(name: str | None, api_security: str, partner_id: str | None = None) -> dict[str, Any]:
     if not isinstance(name, str) or not PARTNER_NAME_TEXT.search(name) or len(name) > 100:
         raise ValidationError("name is required (1 to 100 characters, not only white space).")
     if not isinstance(api_security, str) or api_security not in API_SECURITY:

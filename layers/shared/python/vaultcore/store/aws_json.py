@@ -502,6 +502,10 @@ class _Events:
     """botocore's hierarchical event names: a handler registered for ``before-call.dynamodb`` hears
     ``before-call.dynamodb.GetItem``. Only ``before-call`` is emitted."""
 
+    def __init__(self, aliases: Mapping[str, str] | None = None) -> None:
+        self._handlers: list[tuple[str, Callable[..., Any], str | None]] = []
+        self._aliases = dict(aliases or {})  # a registered name part -> the emitted one ("secretsmanager")
+
     def register(self, event_name: str, handler: Callable[..., Any], unique_id: str | None = None,
                  **_kwargs: Any) -> None:
         if unique_id is not None and any(uid == unique_id for _, _, uid in self._handlers):
@@ -512,10 +516,6 @@ class _Events:
                    unique_id: str | None = None, **_kwargs: Any) -> None:
         self._handlers = [h for h in self._handlers
                           if not (h[0] == event_name and (h[1] is handler or (unique_id and h[2] == unique_id)))]
-
-    def __init__(self, aliases: Mapping[str, str] | None = None) -> None:
-        self._handlers: list[tuple[str, Callable[..., Any], str | None]] = []
-        self._aliases = dict(aliases or {})  # a registered name part -> the emitted one ("secretsmanager")
 
     def _canonical(self, event_name: str) -> str:
         parts = event_name.split(".")
@@ -777,6 +777,9 @@ class JsonServiceClient:
                                                context=self._tls())
         return http.client.HTTPConnection(self._host, self._port, timeout=self._connect_timeout)
 
+    def _set_read_timeout(self, conn: http.client.HTTPConnection) -> None:
+        conn.sock.settimeout(self._read_timeout)  # connected: the connect timeout was for the connect only
+
     def _exchange(self, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
         for fresh_tried in (False, True):
             conn, reused = None, False
@@ -788,7 +791,7 @@ class JsonServiceClient:
             try:
                 if conn.sock is None:
                     conn.connect()
-                    conn.sock.settimeout(self._read_timeout)
+                    self._set_read_timeout(conn)
                 conn.request("POST", self._path, body, headers)
                 response = conn.getresponse()
                 data = response.read()

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Set
 from contextlib import contextmanager
 from decimal import Clamped, Context, Decimal, Inexact, Overflow, Rounded, Underflow
-from typing import Any
+from typing import Any, overload
 
 from vaultcore.errors import DependencyError
 
@@ -103,6 +103,12 @@ def to_item(data: dict[str, Any]) -> dict[str, Any]:
     return {k: serialize(fix(v)) for k, v in data.items() if v is not None}
 
 
+@overload
+def from_item(item: dict[str, Any]) -> dict[str, Any]: ...
+@overload
+def from_item(item: None) -> None: ...
+@overload
+def from_item(item: dict[str, Any] | None) -> dict[str, Any] | None: ...
 def from_item(item: dict[str, Any] | None) -> dict[str, Any] | None:
     if item is None:
         return None

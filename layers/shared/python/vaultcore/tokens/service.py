@@ -364,7 +364,7 @@ def detokenize_pairs(partner_id: str, bfid: str, pairs: Iterable[tuple[str, str]
     if pairs is None or isinstance(pairs, str | bytes | Mapping):
         raise TokenServiceError(message, code=VALUES_ENTRY)
     try:
-        items = list(pairs)
+        items: list[object] = list(pairs)
     except TypeError:
         raise TokenServiceError(message, code=VALUES_ENTRY) from None
     return _detokenize_verified(partner_id, info, keys, stored, items, message)

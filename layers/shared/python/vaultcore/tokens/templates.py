@@ -308,10 +308,13 @@ class TemplateField:
         lo_default, hi_default = DEFAULT_LENGTHS[self.type]
         lo = lo_default if self.min_length is None else self.min_length
         hi = hi_default if self.max_length is None else self.max_length
+        bounds: list[int] = []
         for label, n in (("minLength", lo), ("maxLength", hi)):
-            if json_integer(n) is None or not 1 <= n <= MAX_FIELD_LENGTH:
+            value = json_integer(n)
+            if value is None or not 1 <= value <= MAX_FIELD_LENGTH:
                 raise TemplateError(f"{where}: {label} must be an integer from 1 to {MAX_FIELD_LENGTH}")
-        lo, hi = json_integer(lo), json_integer(hi)
+            bounds.append(value)
+        lo, hi = bounds
         if lo > hi:
             raise TemplateError(f"{where}: minLength {lo} is greater than maxLength {hi}")
         object.__setattr__(self, "min_length", lo)
