@@ -37,6 +37,8 @@ sam-local-build: venv
 
 lint: venv
 	$(VENV)/bin/ruff check .
+	# The shipped code (the shared layer and the functions) type-checks as pyproject.toml configures mypy.
+	$(VENV)/bin/mypy layers/shared/python/vaultcore functions
 
 unit: venv
 	$(VENV)/bin/pytest -q tests/unit
