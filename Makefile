@@ -32,7 +32,7 @@ invoke: venv
 # For `sam local invoke/start-api` (Docker) against the running `make run`: README "Running single functions".
 sam-local-build: venv
 	@test -f .local/template.sam-local.json || { echo "start make run first (it writes .local/template.sam-local.json)"; exit 2; }
-	PIP=$(abspath $(VENV))/bin/pip $(VENV)/bin/sam build --region $(AWS_DEFAULT_REGION) \
+	PIP=$(abspath $(VENV))/bin/pip PYC_OPTIONAL=1 $(VENV)/bin/sam build --region $(AWS_DEFAULT_REGION) \
 		-t .local/template.sam-local.json --build-dir .local/sam-build
 
 lint: venv
