@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import errno
 import importlib.util
 import json
 import os
@@ -573,6 +574,22 @@ def start(port: int, environment: str = "cert", state_dir: Path | None = None, s
     return platform, server, demo
 
 
+def _port_in_use(port: int) -> str | None:
+    """Why 127.0.0.1:<port> cannot be bound (as the server binds it: SO_REUSEADDR), or None when it can."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError as exc:
+            return exc.strerror or str(exc)
+    return None
+
+
+def _port_busy_message(port: int, reason: str) -> str:
+    return (f"error: port {port} on 127.0.0.1 is not free ({reason}): stop the runner using it "
+            f"(README: \"Stopping a runner\") or choose another port (make run PORT=3001)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Run the whole platform locally (moto + handlers).")
     parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "3000")))
@@ -592,8 +609,18 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     started = time.monotonic()
     overrides = dict(item.split("=", 1) for item in args.env)
-    platform, server, demo = start(args.port, args.environment, args.state_dir, not args.no_seed, overrides,
-                                   args.max_receive_count, args.aws_endpoint)
+    busy = _port_in_use(args.port)  # before moto starts: one line, not a traceback, and nothing left running
+    if busy:
+        print(_port_busy_message(args.port, busy), file=sys.stderr, flush=True)
+        return 2
+    try:
+        platform, server, demo = start(args.port, args.environment, args.state_dir, not args.no_seed, overrides,
+                                       args.max_receive_count, args.aws_endpoint)
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:  # taken since the check
+            raise
+        print(_port_busy_message(args.port, exc.strerror or str(exc)), file=sys.stderr, flush=True)
+        return 2
     banner = {"url": demo["baseUrl"], "environment": args.environment,
               "startedInSeconds": round(time.monotonic() - started, 2),
               "demoFile": str(args.state_dir / "demo.json")}
