@@ -89,12 +89,18 @@ def test_the_auth_spike_alarm_watches_the_emf_metric_the_code_writes():
     assert _ref(alarm["Threshold"]) == "AuthFailureAlarmThreshold"
 
 
-def test_alarms_notify_the_topic_only_when_one_is_given():
+def test_alarms_notify_the_given_topic_or_the_one_the_stack_creates():
     params = parameters_with_defaults(T)
     assert params["AlarmTopicArn"] == ""
-    assert evaluate_conditions(T, params)["HasAlarmTopic"] is False
-    assert evaluate_conditions(T, {**params, "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:ops"})["HasAlarmTopic"]
-    expected = {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]}
+    conditions = evaluate_conditions(T, params)
+    assert conditions["HasAlarmTopic"] is False and conditions["CreateAlarmTopic"] is True
+    given = evaluate_conditions(T, {**params, "AlarmTopicArn": "arn:aws:sns:us-east-1:123456789012:ops"})
+    assert given["HasAlarmTopic"] is True and given["CreateAlarmTopic"] is False
+    for name in ("AlarmTopic", "AlarmTopicPolicy"):
+        assert RESOURCES[name]["Condition"] == "CreateAlarmTopic", name
+    statement, = RESOURCES["AlarmTopicPolicy"]["Properties"]["PolicyDocument"]["Statement"]
+    assert set(statement["Principal"]["Service"]) == {"cloudwatch.amazonaws.com", "events.amazonaws.com"}
+    expected = [{"Fn::If": ["HasAlarmTopic", {"Ref": "AlarmTopicArn"}, {"Ref": "AlarmTopic"}]}]
     assert len(ALARMS) >= 13
     for name, alarm in ALARMS.items():
         assert alarm["AlarmActions"] == expected == alarm["OKActions"], name

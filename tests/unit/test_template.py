@@ -139,3 +139,31 @@ def test_readme_documents_each_reserved_concurrency_parameter_and_default():
     parameters = load_template()["Parameters"]
     for parameter in RESERVED:
         assert f"| `{parameter}` | {parameters[parameter]['Default']} |" in section, parameter
+
+
+# --- issue 22 (protect the data): stateful resources survive `sam delete` and replacements ---
+STATEFUL = ("AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::KMS::Key")
+
+
+def test_every_table_queue_and_key_is_retained_and_tables_are_deletion_protected():
+    resources = load_template()["Resources"]
+    stateful = {n: r for n, r in resources.items() if r["Type"] in STATEFUL}
+    assert len(stateful) >= 14
+    for name, res in stateful.items():
+        assert res.get("DeletionPolicy") == "Retain", name
+        assert res.get("UpdateReplacePolicy") == "Retain", name
+        if res["Type"] == "AWS::DynamoDB::Table":
+            assert res["Properties"]["DeletionProtectionEnabled"] is True, name
+
+
+def test_disabling_or_scheduling_the_deletion_of_the_key_notifies_the_alarm_topic():
+    template = load_template()
+    rule = template["Resources"]["KeyDisableAlarmRule"]["Properties"]
+    pattern = rule["EventPattern"]
+    assert pattern["source"] == ["aws.kms"] and pattern["detail-type"] == ["AWS API Call via CloudTrail"]
+    assert set(pattern["detail"]["eventName"]) == {"DisableKey", "ScheduleKeyDeletion"}
+    assert pattern["detail"]["requestParameters"]["keyId"] == [{"Ref": "VaultKey"}, {"Fn::GetAtt": ["VaultKey", "Arn"]}]
+    (target,) = rule["Targets"]
+    assert target["Arn"] == {"Fn::If": ["HasAlarmTopic", {"Ref": "AlarmTopicArn"}, {"Ref": "AlarmTopic"}]}
+    assert rule["State"] == "ENABLED"
+# --- end ---
