@@ -11,6 +11,10 @@ RESOURCES = T["Resources"]
 FUNCTIONS = {n: r for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function"}
 APIS = {n: r for n, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Api"}
 ALARMS = {n: r["Properties"] for n, r in RESOURCES.items() if r["Type"] == "AWS::CloudWatch::Alarm"}
+LOG_GROUPS = {n: r for n, r in RESOURCES.items() if r["Type"] == "AWS::Logs::LogGroup"}
+FUNCTION_LOG_GROUPS = {n: r for n, r in LOG_GROUPS.items()
+                       if r["Properties"]["LogGroupName"]["Fn::Sub"].startswith("/aws/lambda/")}
+ACCESS_LOG_GROUPS = {n: r for n, r in LOG_GROUPS.items() if n not in FUNCTION_LOG_GROUPS}
 
 
 def _ref(value):
@@ -38,11 +42,10 @@ def test_tracing_is_active_on_every_function_and_api_stage():
 
 def test_every_function_has_a_retained_log_group_with_the_retention_parameter():
     groups = {}
-    for name, res in RESOURCES.items():
-        if res["Type"] == "AWS::Logs::LogGroup":
-            sub = res["Properties"]["LogGroupName"]["Fn::Sub"]
-            assert sub.startswith("/aws/lambda/${") and sub.endswith("}"), name
-            groups[sub[len("/aws/lambda/${"):-1]] = res
+    for name, res in FUNCTION_LOG_GROUPS.items():
+        sub = res["Properties"]["LogGroupName"]["Fn::Sub"]
+        assert sub.startswith("/aws/lambda/${") and sub.endswith("}"), name
+        groups[sub[len("/aws/lambda/${"):-1]] = res
     assert set(groups) == set(FUNCTIONS)
     for function, group in groups.items():
         assert _ref(group["Properties"]["RetentionInDays"]) == "LogRetentionDays", function
@@ -108,9 +111,8 @@ def test_alarms_notify_the_given_topic_or_the_one_the_stack_creates():
 
 
 def test_every_function_log_group_is_encrypted_with_the_platform_key():
-    groups = {n: r for n, r in RESOURCES.items() if r["Type"] == "AWS::Logs::LogGroup"}
-    assert len(groups) == len(FUNCTIONS)
-    for name, group in groups.items():
+    assert len(FUNCTION_LOG_GROUPS) == len(FUNCTIONS) and len(ACCESS_LOG_GROUPS) == len(APIS)
+    for name, group in LOG_GROUPS.items():
         assert group["Properties"]["KmsKeyId"] == {"Fn::GetAtt": ["VaultKey", "Arn"]}, name
 
 
@@ -126,12 +128,65 @@ def test_the_key_policy_lets_cloudwatch_logs_use_the_key_for_the_function_log_gr
     # AWS docs "Encrypt log data in CloudWatch Logs using AWS KMS": the encryption context is the log group's ARN.
     (operator, condition), = statement["Condition"].items()
     assert operator == "ArnLike"
-    assert condition == {"kms:EncryptionContext:aws:logs:arn": {
-        "Fn::Sub": "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:/aws/lambda/*"}}
-    # every function's log group name falls under that pattern
-    for name, res in RESOURCES.items():
-        if res["Type"] == "AWS::Logs::LogGroup":
-            assert res["Properties"]["LogGroupName"]["Fn::Sub"].startswith("/aws/lambda/"), name
+    assert condition == {"kms:EncryptionContext:aws:logs:arn": [
+        {"Fn::Sub": "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:/aws/lambda/*"},
+        {"Fn::Sub": "arn:${AWS::Partition}:logs:${AWS::Region}:${AWS::AccountId}:log-group:/aws/apigateway/"
+                    "${AWS::StackName}/*"}]}
+    # every log group's name falls under one of those patterns
+    for name, res in LOG_GROUPS.items():
+        sub = res["Properties"]["LogGroupName"]["Fn::Sub"]
+        assert sub.startswith(("/aws/lambda/", "/aws/apigateway/${AWS::StackName}/")), name
     # the account keeps administering the key (no lock-out)
     admin = next(s for s in statements if s["Sid"] == "AccountAdministration")
     assert admin["Action"] == "kms:*"
+
+
+# --- issue 22 (see and defend the traffic): access logs and the optional WAF ---
+def test_every_api_stage_writes_json_access_logs_to_its_retained_encrypted_group():
+    import json
+
+    fmt = T["Globals"]["Api"]["AccessLogSetting"]["Format"]
+    sample = json.loads(fmt.replace("$context.", "").replace(":status", ":200")
+                        .replace(":requestTimeEpoch", ":1").replace(":responseLatency", ":1"))
+    for field in ("requestId", "sourceIp", "status", "responseLatency", "resourcePath", "caller"):
+        assert field in sample, field
+    # never a credential, nor a value a caller chose: no header, query string, body or concrete path
+    for forbidden in ("header", "querystring", "input", "body", "$context.path", "authorization", "apiKey"):
+        assert forbidden.lower() not in fmt.lower(), forbidden
+    for name, api in APIS.items():
+        assert api["DependsOn"] == "ApiGatewayAccount", name
+        destination = api["Properties"]["AccessLogSetting"]["DestinationArn"]
+        group = RESOURCES[destination["Fn::GetAtt"][0]]
+        assert destination["Fn::GetAtt"][1] == "Arn" and group["Type"] == "AWS::Logs::LogGroup", name
+        assert group["DeletionPolicy"] == group["UpdateReplacePolicy"] == "Retain", name
+        assert _ref(group["Properties"]["RetentionInDays"]) == "LogRetentionDays", name
+    assert len({api["Properties"]["AccessLogSetting"]["DestinationArn"]["Fn::GetAtt"][0] for api in APIS.values()}) \
+        == len(APIS)
+
+
+def test_the_waf_is_optional_and_protects_every_stage_when_enabled():
+    params = parameters_with_defaults(T)
+    assert params["EnableWaf"] == "false" and evaluate_conditions(T, params)["UseWaf"] is False
+    assert evaluate_conditions(T, {**params, "EnableWaf": "true"})["UseWaf"] is True
+    acl = RESOURCES["WebAcl"]
+    assert acl["Condition"] == "UseWaf" and acl["Properties"]["Scope"] == "REGIONAL"
+    rules = acl["Properties"]["Rules"]
+    rate = [r for r in rules if "RateBasedStatement" in r["Statement"]]
+    assert rate and _ref(rate[0]["Statement"]["RateBasedStatement"]["Limit"]) == "WafRateLimit"
+    managed = {r["Statement"]["ManagedRuleGroupStatement"]["Name"] for r in rules
+               if "ManagedRuleGroupStatement" in r["Statement"]}
+    assert {"AWSManagedRulesCommonRuleSet", "AWSManagedRulesKnownBadInputsRuleSet"} <= managed
+    # sampled requests would keep request headers (Authorization) in WAF
+    for visibility in [acl["Properties"]["VisibilityConfig"], *(r["VisibilityConfig"] for r in rules)]:
+        assert visibility["SampledRequestsEnabled"] is False
+    associations = {n: r for n, r in RESOURCES.items() if r["Type"] == "AWS::WAFv2::WebACLAssociation"}
+    associated = set()
+    for name, assoc in associations.items():
+        assert assoc["Condition"] == "UseWaf", name
+        assert assoc["Properties"]["WebACLArn"] == {"Fn::GetAtt": ["WebAcl", "Arn"]}
+        sub = assoc["Properties"]["ResourceArn"]["Fn::Sub"]
+        api = sub.split("/restapis/${", 1)[1].split("}", 1)[0]
+        assert sub.endswith(f"/stages/${{{api}.Stage}}"), name
+        associated.add(api)
+    assert associated == set(APIS)
+# --- end ---
