@@ -190,3 +190,89 @@ def test_the_waf_is_optional_and_protects_every_stage_when_enabled():
         associated.add(api)
     assert associated == set(APIS)
 # --- end ---
+
+
+# --- issue 22 (alarms that reach someone) ---
+ISSUE_22_ALARMS = {
+    *(f"{api}LatencyAlarm" for api in APIS),
+    "SecureFunctionsDurationAlarm", "GatewayFunctionsDurationAlarm", "LongFunctionsDurationAlarm",
+    "BackgroundFunctionsDurationAlarm", "DynamoDbReadThrottlesAlarm", "DynamoDbWriteThrottlesAlarm",
+    "DynamoDbSystemErrorsAlarm", "PostbackQueueAgeAlarm", "PostbackOutboxAlarm", "ConcurrencyQuotaAlarm",
+    "KmsRequestRateAlarm",
+}
+
+
+def test_the_issue_22_alarms_exist():
+    assert ISSUE_22_ALARMS <= set(ALARMS)
+
+
+def test_every_api_has_a_p99_latency_alarm_on_its_own_name_and_stage():
+    for name, api in APIS.items():
+        alarm = ALARMS[f"{name}LatencyAlarm"]
+        dims = {d["Name"]: d["Value"] for d in alarm["Dimensions"]}
+        assert dims["ApiName"] == api["Properties"]["Name"] and _ref(dims["Stage"]) == "Environment"
+        assert (alarm["MetricName"], alarm["ExtendedStatistic"]) == ("Latency", "p99")
+        assert _ref(alarm["Threshold"]) == ("ProxyApiLatencyP99AlarmMs" if name == "ProxyApi" else "ApiLatencyP99AlarmMs")
+
+
+def test_every_function_s_p99_duration_is_watched_against_80_percent_of_its_group_s_shortest_timeout():
+    timeout = T["Globals"]["Function"]["Timeout"]
+    covered = []
+    for name, alarm in ALARMS.items():
+        stats = _metric_stats(alarm)
+        if not stats or any(m != "Duration" for m, _ in stats):
+            continue
+        functions = [_ref(dims["FunctionName"]) for _, dims in stats]
+        shortest = min(FUNCTIONS[f]["Properties"].get("Timeout", timeout) for f in functions)
+        assert alarm["Threshold"] == int(shortest * 1000 * 0.8), name
+        assert alarm["Metrics"][0]["Expression"] == "MAX(FILL(METRICS(), 0))"
+        assert len(alarm["Metrics"]) - 1 <= 10, name
+        covered += functions
+    assert sorted(covered) == sorted(FUNCTIONS)
+
+
+def test_every_table_is_in_the_read_and_the_write_throttle_alarms():
+    tables = {n for n, r in RESOURCES.items() if r["Type"] == "AWS::DynamoDB::Table"}
+    for name, metric in (("DynamoDbReadThrottlesAlarm", "ReadThrottleEvents"),
+                         ("DynamoDbWriteThrottlesAlarm", "WriteThrottleEvents")):
+        stats = _metric_stats(ALARMS[name])
+        assert {m for m, _ in stats} == {metric}
+        assert {_ref(d["TableName"]) for _, d in stats} == tables
+    query = ALARMS["DynamoDbSystemErrorsAlarm"]["Metrics"][0]
+    assert query["Expression"].startswith("SELECT SUM(SystemErrors) FROM") and query["ReturnData"] is True
+
+
+def test_backlog_concurrency_and_kms_alarms_watch_real_metrics():
+    age = ALARMS["PostbackQueueAgeAlarm"]
+    assert age["MetricName"] == "ApproximateAgeOfOldestMessage"
+    assert age["Dimensions"][0]["Value"] == {"Fn::GetAtt": ["PostbackQueue", "QueueName"]}
+    # the outbox alarm watches what the sweeper publishes (vaultcore.metrics.outbox_sweep)
+    metrics.discard()
+    metrics.outbox_sweep(found=2, failed=1)
+    published = {name for name, *_ in metrics.pending()}
+    metrics.discard()
+    outbox = ALARMS["PostbackOutboxAlarm"]
+    assert outbox["MetricName"] in published and outbox["Namespace"] == metrics.NAMESPACE
+    assert outbox["Statistic"] == "Minimum"
+    for name in ("ConcurrencyQuotaAlarm", "KmsRequestRateAlarm"):
+        expression = ALARMS[name]["Metrics"][0]["Expression"]
+        assert "SERVICE_QUOTA(" in expression, name
+        assert {m for m, _ in _metric_stats(ALARMS[name])} <= {"ResourceCount", "CallCount"}
+
+
+def test_prod_requires_an_alarm_topic_and_samconfig_makes_the_operator_fill_it():
+    import re
+    import tomllib
+    from pathlib import Path
+
+    rule = T["Rules"]["ProdNeedsAlarmTopic"]
+    assert rule["RuleCondition"] == {"Fn::Equals": [{"Ref": "Environment"}, "prod"]}
+    assert rule["Assertions"][0]["Assert"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": "AlarmTopicArn"}, ""]}]}
+    config = tomllib.loads((Path(__file__).resolve().parents[2] / "samconfig.toml").read_text())
+    overrides = dict(p.split("=", 1) for p in config["prod"]["deploy"]["parameters"]["parameter_overrides"].split())
+    placeholder = overrides["AlarmTopicArn"]
+    # a placeholder CloudFormation refuses until it is replaced by a real topic ARN
+    assert not re.fullmatch(T["Parameters"]["AlarmTopicArn"]["AllowedPattern"], placeholder)
+    assert re.fullmatch(T["Parameters"]["AlarmTopicArn"]["AllowedPattern"], "arn:aws:sns:us-east-1:123456789012:ops")
+    assert "AlarmTopicArn" not in config["cert"]["deploy"]["parameters"]["parameter_overrides"]
+# --- end ---

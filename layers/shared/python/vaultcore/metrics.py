@@ -44,7 +44,7 @@ from vaultcore.logs import current_correlation_id
 
 __all__ = ["count", "timing", "flush", "pending", "discard", "render", "NAMESPACE", "auth_cause",
            "AUTH_CAUSES", "authentication_failed", "decrypt_result", "values_tokenized", "values_detokenized",
-           "proxy_exchange", "gateway_outcome", "gateway_error", "postback_batch"]
+           "proxy_exchange", "gateway_outcome", "gateway_error", "postback_batch", "outbox_sweep"]
 
 NAMESPACE = "VaultPlatform"
 MAX_VALUES = 100  # EMF: at most 100 values in one metric's array
@@ -266,6 +266,14 @@ def postback_batch(results: list[str], dead_lettered: int) -> None:
     count("PostbackDeadLettered", dead_lettered)
     count("PostbackDeferred", results.count("deferred") + results.count("requeued"))
     count("PostbackErrors", results.count("error"))
+
+
+def outbox_sweep(found: int, failed: int) -> None:
+    """One outbox sweep (every minute): the entries past the grace it found (the outbox's depth, up to its page of
+    100) and those SQS still refused (left in the outbox). Published on every sweep, zeros too, so that the
+    outbox alarm can watch the Minimum: an outbox that never empties."""
+    count("PostbackOutboxDepth", found)
+    count("PostbackOutboxFailed", failed)
 
 
 def _code(code: Any) -> str:

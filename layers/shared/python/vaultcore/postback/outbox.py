@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from vaultcore import metrics
 from vaultcore.errors import VaultError
 from vaultcore.logs import clear_request_context, get_logger, set_request_context
 from vaultcore.postback import deliveries
@@ -30,12 +31,14 @@ def sweep(event: dict[str, Any] | None = None, context: Any = None) -> dict[str,
     try:
         return _sweep()
     finally:
+        metrics.flush(context)  # PostbackOutboxDepth / PostbackOutboxFailed (the outbox alarm, the dashboard)
         clear_request_context()
 
 
 def _sweep() -> dict[str, int]:
     sent = failed = 0
-    for item in deliveries.list_unsent():
+    items = deliveries.list_unsent()
+    for item in items:
         try:
             with aws_errors("postback enqueue"):
                 client("sqs").send_message(QueueUrl=settings().postback_queue_url, MessageBody=item["message"])
@@ -46,6 +49,7 @@ def _sweep() -> dict[str, int]:
                                                            "error_type": type(exc).__name__})
             continue
         sent += 1
+    metrics.outbox_sweep(found=len(items), failed=failed)
     if sent or failed:
         _log.info("outbox swept", extra={"count": sent, "failed": failed})
     return {"sent": sent, "failed": failed} if failed else {"sent": sent}
