@@ -276,3 +276,58 @@ def test_prod_requires_an_alarm_topic_and_samconfig_makes_the_operator_fill_it()
     assert re.fullmatch(T["Parameters"]["AlarmTopicArn"]["AllowedPattern"], "arn:aws:sns:us-east-1:123456789012:ops")
     assert "AlarmTopicArn" not in config["cert"]["deploy"]["parameters"]["parameter_overrides"]
 # --- end ---
+
+
+# --- issue 22 (dashboard) ---
+def _dashboard() -> tuple[dict, dict]:
+    import json
+    import re
+
+    body, variables = RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    text = re.sub(r"\$\{([^}]+)\}", lambda m: f"<{m.group(1)}>", body)
+    return json.loads(text), variables
+
+
+def _lines(widget: dict) -> list[list]:
+    return [line for line in widget["properties"]["metrics"] if isinstance(line[0], str)]
+
+
+def test_the_dashboard_shows_every_api_and_every_function():
+    dashboard, variables = _dashboard()
+    widgets = dashboard["widgets"]
+    for name, api in APIS.items():
+        api_name = "<AWS::StackName>" + api["Properties"]["Name"]["Fn::Sub"].removeprefix("${AWS::StackName}")
+        shown = {line[1] for w in widgets for line in _lines(w) if line[:1] == ["AWS/ApiGateway"] and line[3] == api_name}
+        assert shown == {"Count", "4XXError", "5XXError", "Latency"}, name
+    by_metric: dict[str, set[str]] = {}
+    for w in widgets:
+        for line in _lines(w):
+            if line[0] == "AWS/Lambda":
+                by_metric.setdefault(line[1], set()).add(line[3].strip("<>"))
+    assert set(by_metric) == {"Duration", "Errors", "Throttles", "ConcurrentExecutions"}
+    names = {("AuthDebugFunction" if f == "AuthDebugFunctionName" else f) for f in by_metric["Duration"]}
+    assert variables["AuthDebugFunctionName"]["Fn::If"][1] == {"Ref": "AuthDebugFunction"}
+    for metric, functions in by_metric.items():
+        assert {("AuthDebugFunction" if f == "AuthDebugFunctionName" else f) for f in functions} == set(FUNCTIONS), metric
+    assert names == set(FUNCTIONS)
+
+
+def test_the_dashboard_shows_tables_queues_outbox_kms_and_the_business_metrics():
+    dashboard, _ = _dashboard()
+    lines = [line for w in dashboard["widgets"] for line in _lines(w)]
+    tables = {n for n, r in RESOURCES.items() if r["Type"] == "AWS::DynamoDB::Table"}
+    for metric in ("ReadThrottleEvents", "WriteThrottleEvents"):
+        assert {line[3].strip("<>") for line in lines if line[1] == metric} == tables
+    names = {line[1] for line in lines}
+    assert {"ApproximateAgeOfOldestMessage", "PostbackOutboxDepth", "CallCount", "GatewayApproved", "GatewayDeclined",
+            "TokenizedValues", "DetokenizedValues", "DecryptResults"} <= names
+    assert any(line[:2] == ["AWS/SQS", "ApproximateAgeOfOldestMessage"] and line[3] == "<PostbackQueue.QueueName>"
+               for line in lines)
+    # every custom metric shown is one the code publishes (vaultcore.metrics)
+    import inspect
+
+    source = inspect.getsource(metrics)
+    for line in lines:
+        if line[0] == metrics.NAMESPACE:
+            assert f'"{line[1]}"' in source, line[1]
+# --- end ---
