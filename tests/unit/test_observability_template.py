@@ -331,3 +331,35 @@ def test_the_dashboard_shows_tables_queues_outbox_kms_and_the_business_metrics()
         if line[0] == metrics.NAMESPACE:
             assert f'"{line[1]}"' in source, line[1]
 # --- end ---
+
+
+# --- issue 22 (safe rollouts, outputs) ---
+def test_every_aliased_function_deploys_gradually_rolled_back_by_its_alarms():
+    aliased = {n for n, r in FUNCTIONS.items() if r["Properties"].get("AutoPublishAlias")}
+    assert aliased == {"GatewayFunction", "ProxyFunction", "ParserFunction", "TokenizeFunction"}
+    assert T["Parameters"]["DeploymentType"]["Default"] == "Canary10Percent5Minutes"
+    for name in aliased:
+        preference = FUNCTIONS[name]["Properties"]["DeploymentPreference"]
+        assert _ref(preference["Type"]) == "DeploymentType", name
+        alarms = {_ref(a) for a in preference["Alarms"]}
+        assert all(a in ALARMS for a in alarms), name
+        errors = [a for a in alarms if ("Errors", {"FunctionName": {"Ref": name}}) in _metric_stats(ALARMS[a])]
+        assert errors, f"{name}: no alarm on its own errors"
+        apis = {e["Properties"]["RestApiId"]["Ref"] for e in FUNCTIONS[name]["Properties"]["Events"].values()}
+        for api in apis:
+            assert {f"{api}ServerErrorAlarm", f"{api}LatencyAlarm"} <= alarms, name
+    for name in set(FUNCTIONS) - aliased:
+        assert "DeploymentPreference" not in FUNCTIONS[name]["Properties"], name
+
+
+def test_outputs_name_every_table_queue_the_key_and_the_alarm_topic():
+    outputs = T["Outputs"]
+    values = [o["Value"] for o in outputs.values()]
+    for name, res in RESOURCES.items():
+        if res["Type"] in ("AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::KMS::Key"):
+            assert {"Ref": name} in values, name
+    assert {"Fn::GetAtt": ["VaultKey", "Arn"]} in values
+    assert outputs["NotifiedAlarmTopicArn"]["Value"] == {
+        "Fn::If": ["HasAlarmTopic", {"Ref": "AlarmTopicArn"}, {"Ref": "AlarmTopic"}]}
+    assert not set(outputs) & (set(T["Parameters"]) | set(RESOURCES))
+# --- end ---
