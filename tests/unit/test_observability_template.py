@@ -363,3 +363,31 @@ def test_outputs_name_every_table_queue_the_key_and_the_alarm_topic():
         "Fn::If": ["HasAlarmTopic", {"Ref": "AlarmTopicArn"}, {"Ref": "AlarmTopic"}]}
     assert not set(outputs) & (set(T["Parameters"]) | set(RESOURCES))
 # --- end ---
+
+
+# --- issue 22 (judged from outside): cfn-lint -c I and checkov run in make test; every suppression has a reason ---
+def test_every_checkov_suppression_names_a_check_and_says_why():
+    skipped = 0
+    for name, res in RESOURCES.items():
+        metadata = res.get("Metadata") or {}
+        for skip in (metadata.get("checkov") or {}).get("skip", []):
+            assert skip["id"].startswith("CKV"), name
+            assert len(skip.get("comment", "").split()) >= 8, (name, skip["id"])
+            skipped += 1
+        assert "cfn-lint" not in metadata, f"{name}: cfn-lint findings are fixed, not ignored"
+    assert skipped
+
+
+def test_make_test_runs_cfn_lint_with_informational_rules_and_a_pinned_checkov():
+    import re
+    from pathlib import Path
+
+    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
+    test_target = re.search(r"^test: (.*)$", makefile, re.M).group(1).split()
+    assert "template-lint" in test_target
+    recipe = makefile.split("\ntemplate-lint:", 1)[1].split("\n\n", 1)[0]
+    assert "cfn-lint --include-checks I" in recipe
+    assert "checkov -f template.yaml --framework cloudformation --quiet --compact" in recipe
+    assert re.search(r"^CHECKOV_VERSION := \d+\.\d+\.\d+$", makefile, re.M)
+    assert "pip install --quiet checkov==$(CHECKOV_VERSION)" in makefile
+# --- end ---
