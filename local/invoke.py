@@ -157,8 +157,15 @@ def _sign_headers(event: dict[str, Any], demo: dict[str, Any]) -> None:
             result = hmac_authorization(member["partnerId"], member["hmacKey"], str(event.get("path") or "/"),
                                         _body_bytes(event))
         elif m:
-            member = _member(demo, m.group(2), "partnerId", "partnerKey")
-            creds = f"{member['partnerId']}:{member['partnerKey']}".encode()
+            # a key-security partner (partnerId:partnerKey), or a gateway account (account_id:api_accesskey, the
+            # payment iFrame's configuration calls)
+            found = demo.get(m.group(2))
+            if isinstance(found, dict) and isinstance(found.get("account_id"), str):
+                member = _member(demo, m.group(2), "account_id", "api_accesskey")
+                creds = f"{member['account_id']}:{member['api_accesskey']}".encode()
+            else:
+                member = _member(demo, m.group(2), "partnerId", "partnerKey")
+                creds = f"{member['partnerId']}:{member['partnerKey']}".encode()
             result = "Basic " + base64.b64encode(creds).decode("ascii")
         elif key == "authorization" and (u := HMAC_USERNAME.match(current)):
             partner = _partner_with_key(demo, u.group(1))
