@@ -6,11 +6,6 @@ files so tests can scan it for secrets and card data.
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -32,31 +27,11 @@ class Runner:
 
 @pytest.fixture(scope="session")
 def runner(tmp_path_factory):
-    state = tmp_path_factory.mktemp("runner")
-    out, err = state / "stdout.log", state / "stderr.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env["PYTHONUNBUFFERED"] = "1"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "local.runner", "--port", "0", "--state-dir", str(state), "--quiet-banner"],
-        cwd=ROOT, env=env, stdout=open(out, "wb"), stderr=open(err, "wb"))
-    deadline = time.monotonic() + 60
-    base_url = None
-    while time.monotonic() < deadline and base_url is None:
-        if proc.poll() is not None:
-            raise RuntimeError("runner exited:\n" + err.read_text())
-        m = re.search(r"Local platform listening on (http://\S+)", err.read_text())
-        if m and (state / "demo.json").exists():
-            base_url = m.group(1)
-        time.sleep(0.1)
-    assert base_url, "runner did not start within 60 s"
-    time.sleep(0.2)
-    demo = json.loads((state / "demo.json").read_text())
-    yield Runner(base_url, demo, out, err)
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    from tests.e2e.runner_process import runner_process
+
+    with runner_process(tmp_path_factory.mktemp("runner")) as started:
+        time.sleep(0.2)
+        yield Runner(started.base_url, started.demo, started.stdout, started.stderr)
 
 
 # ------------------------------------------------------------------------------------------ API contracts

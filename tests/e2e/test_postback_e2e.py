@@ -9,10 +9,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
-import os
-import re
-import subprocess
-import sys
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
@@ -29,24 +25,11 @@ MAX_RECEIVES = 5
 
 @pytest.fixture(scope="module")
 def fast_runner(tmp_path_factory):
-    state = tmp_path_factory.mktemp("postback-runner")
-    out, err = state / "stdout.log", state / "stderr.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "local.runner", "--port", "0", "--state-dir", str(state), "--quiet-banner",
-         "--no-seed", "--env", "POSTBACK_RETRY_SCHEDULE=1", "--max-receive-count", str(MAX_RECEIVES)],
-        cwd=ROOT, env=env, stdout=open(out, "wb"), stderr=open(err, "wb"))
-    deadline = time.monotonic() + 60
-    base_url = None
-    while time.monotonic() < deadline and base_url is None:
-        assert proc.poll() is None, err.read_text()
-        m = re.search(r"Local platform listening on (http://\S+)", err.read_text())
-        base_url = m.group(1) if m and (state / "demo.json").exists() else None
-        time.sleep(0.1)
-    assert base_url
-    yield base_url, out, err
-    proc.terminate()
-    proc.wait(10)
+    from tests.e2e.runner_process import runner_process
+
+    with runner_process(tmp_path_factory.mktemp("postback-runner"), "--no-seed", "--env",
+                        "POSTBACK_RETRY_SCHEDULE=1", "--max-receive-count", str(MAX_RECEIVES)) as started:
+        yield started.base_url, started.stdout, started.stderr
 
 
 @pytest.fixture(scope="module")

@@ -34,12 +34,7 @@ every run, different ones per operation), no example database (nothing is writte
 from __future__ import annotations
 
 import base64
-import json
 import os
-import re
-import subprocess
-import sys
-import time
 import zlib
 from pathlib import Path
 from typing import Any
@@ -204,35 +199,13 @@ def _load(api: str) -> schemathesis.BaseSchema:
 # ----------------------------------------------------------------------------------------------- the runner
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory):
-    state = tmp_path_factory.mktemp("schemathesis-runner")
-    out, err = state / "stdout.log", state / "stderr.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env["PYTHONUNBUFFERED"] = "1"
-    with open(out, "wb") as stdout, open(err, "wb") as stderr:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "local.runner", "--port", "0", "--state-dir", str(state), "--quiet-banner"],
-            cwd=ROOT, env=env, stdout=stdout, stderr=stderr)
-    try:
-        deadline = time.monotonic() + 60
-        base_url = None
-        while time.monotonic() < deadline and base_url is None:
-            if proc.poll() is not None:
-                raise RuntimeError("runner exited:\n" + err.read_text())
-            m = re.search(r"Local platform listening on (http://\S+)", err.read_text())
-            if m and (state / "demo.json").exists():
-                base_url = m.group(1)
-            time.sleep(0.1)
-        assert base_url, "runner did not start within 60 s"
+    from tests.e2e.runner_process import runner_process
+
+    with runner_process(tmp_path_factory.mktemp("schemathesis-runner")) as started:
         DEMO.clear()
-        DEMO.update(json.loads((state / "demo.json").read_text()))
+        DEMO.update(started.demo)
         with requests.Session() as session:
-            yield Runner(base_url, DEMO, out, err), session
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+            yield Runner(started.base_url, DEMO, started.stdout, started.stderr), session
 
 
 # The management API last: its cases rotate, disable and delete the seeded resources the others use.

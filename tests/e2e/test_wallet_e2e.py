@@ -10,11 +10,7 @@ sandbox flow on the runner's own stand-in is tests/e2e/test_wallet_readme_e2e.py
 from __future__ import annotations
 
 import json
-import os
 import re
-import subprocess
-import sys
-import time
 import uuid
 from pathlib import Path
 
@@ -61,30 +57,12 @@ def stub(pki):
 
 @pytest.fixture(scope="module")
 def wrunner(tmp_path_factory, pki, stub):
-    state = tmp_path_factory.mktemp("wallet-runner")
-    out, err = state / "stdout.log", state / "stderr.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    env["PYTHONUNBUFFERED"] = "1"
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "local.runner", "--port", "0", "--state-dir", str(state), "--quiet-banner",
-         "--env", f"WALLET_MERCHANT_VALIDATION_URL={stub.url}",
-         "--env", f"WALLET_MERCHANT_VALIDATION_CA_FILE={pki.server_ca_file}"],
-        cwd=ROOT, env=env, stdout=open(out, "wb"), stderr=open(err, "wb"))
-    base_url, deadline = None, time.monotonic() + 60
-    while time.monotonic() < deadline and base_url is None:
-        if proc.poll() is not None:
-            raise RuntimeError("runner exited:\n" + err.read_text())
-        m = re.search(r"Local platform listening on (http://\S+)", err.read_text())
-        if m and (state / "demo.json").exists():
-            base_url = m.group(1)
-        time.sleep(0.1)
-    assert base_url, "runner did not start within 60 s"
-    yield _Runner(base_url, json.loads((state / "demo.json").read_text()), [out, err])
-    proc.terminate()
-    try:
-        proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+    from tests.e2e.runner_process import runner_process
+
+    with runner_process(tmp_path_factory.mktemp("wallet-runner"),
+                        "--env", f"WALLET_MERCHANT_VALIDATION_URL={stub.url}",
+                        "--env", f"WALLET_MERCHANT_VALIDATION_CA_FILE={pki.server_ca_file}") as started:
+        yield _Runner(started.base_url, started.demo, [started.stdout, started.stderr])
 
 
 @pytest.fixture(scope="module")
