@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,32 +31,13 @@ SALES = 150
 WARM_UP = 20
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _moto_server() -> tuple[subprocess.Popen, str]:
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            return proc, url
-        except OSError:
-            time.sleep(0.1)
-    proc.kill()
-    raise RuntimeError("moto server did not start")
-
-
 def _previous_layer(directory: Path) -> Path:
     archive = directory / "layer.tar"
     with open(archive, "wb") as out:
-        subprocess.run(["git", "archive", PREVIOUS_COMMIT, "layers/shared/python"], cwd=ROOT, check=True, stdout=out)
+        # the layer and what loads it (functions, template, runner, test helpers) as they were at that commit
+        subprocess.run(["git", "archive", PREVIOUS_COMMIT, "layers/shared/python", "functions", "local", "template.yaml",
+                        "bench/__init__.py", "bench/common.py", "tests/__init__.py", "tests/aws_calls.py",
+                        "tests/helpers.py", "tests/conftest.py"], cwd=ROOT, check=True, stdout=out)
     with tarfile.open(archive) as tar:
         tar.extractall(directory, filter="data")
     return directory / "layers" / "shared" / "python"
@@ -105,25 +85,29 @@ def measure(layer: str, endpoint: str) -> dict:
 
 
 def _child(layer: Path, endpoint: str) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
-    out = subprocess.run([sys.executable, "-m", "bench.bench_exactly_once", "--measure", str(layer), endpoint],
-                         cwd=ROOT, env=env, capture_output=True, text=True)
+    """This file's measure() in a fresh interpreter, in the tree ``layer`` belongs to (its functions, template,
+    runner and helpers), so that each version runs with the code it was written with."""
+    tree = layer.parents[2]
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("AWS_")}, "PYTHONPATH": str(tree)}
+    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--measure", str(layer), endpoint],
+                         cwd=tree, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def main() -> dict:
+    from tests.faults.moto_server import MotoProcess
+
     with tempfile.TemporaryDirectory(prefix="bench-exactly-once-") as tmp:
         previous = _previous_layer(Path(tmp))
         result = {"sale_with_idempotency_key_and_postback": {}}
         for name, layer in (("retry_aware", ROOT / "layers" / "shared" / "python"), ("previous", previous)):
-            server, endpoint = _moto_server()  # a fresh moto per version: equal table sizes
+            server = MotoProcess()  # a fresh moto (with DynamoDB's atomicity) per version: equal table sizes
             try:
-                result["sale_with_idempotency_key_and_postback"][name] = _child(layer, endpoint)
+                result["sale_with_idempotency_key_and_postback"][name] = _child(layer, server.url)
             finally:
-                server.terminate()
-                server.wait(10)
+                server.stop()
     result["previous_commit"] = PREVIOUS_COMMIT
     result["sales"] = SALES
     print(json.dumps({"bench_exactly_once": result}, indent=2))
