@@ -231,7 +231,7 @@ def functions_for_event(event: Any, environment: str = "cert") -> list[str]:
     for name, res in resources.items():
         if res.get("Type") != "AWS::Serverless::Function":
             continue
-        for source in ((res.get("Properties") or {}).get("Events") or {}).values():
+        for event_id, source in ((res.get("Properties") or {}).get("Events") or {}).items():
             kind, props = source.get("Type"), source.get("Properties") or {}
             if not isinstance(event, dict):
                 continue
@@ -247,7 +247,11 @@ def functions_for_event(event: Any, environment: str = "cert") -> list[str]:
                     found.append(name)
             elif kind == "Schedule" and event.get("source") == "aws.events" \
                     and event.get("detail-type") == "Scheduled Event":
-                found.append(name)
+                # SAM names a schedule's rule <stack>-<function><event id>-<suffix>: an event that names its rule
+                # (``resources``) goes to that rule's function only.
+                rules = [str(r).rsplit("/", 1)[-1] for r in event.get("resources") or []]
+                if not rules or any(f"-{name}{event_id}" in rule for rule in rules):
+                    found.append(name)
     return sorted(set(found))
 
 

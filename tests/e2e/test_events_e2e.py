@@ -76,6 +76,9 @@ def test_every_event_runs_through_local_invoke(runner, event):
         assert result == {"batchItemFailures": []}
     elif event.name == "proxy_log_shipper.json":
         assert result == {"stored": 1}
+    elif event.name == "wallet_certificate_check_schedule.json":
+        assert set(result) == {"certificates", "fewestDaysLeft", "warningDays", "expiring"}
+        assert result["warningDays"] == 30 and isinstance(result["certificates"], int)
     else:
         assert set(result) == {"sent"}
 

@@ -56,7 +56,7 @@ RESERVED = {
     "ManagementApiReservedConcurrency": {"ManagementFunction"},
     "PostbackReservedConcurrency": {"PostbackFunction"},
 }
-UNRESERVED = {"ProxyLogShipperFunction", "PostbackOutboxFunction"}  # off the request path, in the shared pool
+UNRESERVED = {"ProxyLogShipperFunction", "PostbackOutboxFunction", "WalletCertificateCheckFunction"}  # off the request path, in the shared pool
 # --- issue 19 (iframe): the payment iFrame draws from the unreserved pool (the reservations' defaults already sum
 # to the 900 a new account leaves; README "Reserved concurrency per API") ---
 UNRESERVED |= {"IframeFunction"}

@@ -26,7 +26,9 @@ _context = threading.local()
 _configured = False
 _lock = threading.Lock()
 _SAFE_EXTRA = ("reason", "code", "status", "partner_id", "route", "duration_ms", "attempt", "delivery_id",
-               "transaction_id", "account_id", "config_ref", "device_type", "count", "event", "error_type")
+               "transaction_id", "account_id", "config_ref", "device_type", "count", "event", "error_type",
+               # the daily wallet certificate check: a certificate's role and public expiry
+               "role", "not_after", "days_left", "expiring")
 
 
 def _redact(text: str) -> str:

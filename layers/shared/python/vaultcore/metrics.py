@@ -44,7 +44,7 @@ from vaultcore.logs import current_correlation_id
 
 __all__ = ["count", "timing", "flush", "pending", "discard", "render", "NAMESPACE", "auth_cause",
            "AUTH_CAUSES", "authentication_failed", "decrypt_result", "values_tokenized", "values_detokenized",
-           "proxy_exchange", "gateway_outcome", "gateway_error", "postback_batch", "outbox_sweep"]
+           "proxy_exchange", "gateway_outcome", "gateway_error", "postback_batch", "outbox_sweep", "wallet_certificates"]
 
 NAMESPACE = "VaultPlatform"
 MAX_VALUES = 100  # EMF: at most 100 values in one metric's array
@@ -274,6 +274,15 @@ def outbox_sweep(found: int, failed: int) -> None:
     outbox alarm can watch the Minimum: an outbox that never empties."""
     count("PostbackOutboxDepth", found)
     count("PostbackOutboxFailed", failed)
+
+
+def wallet_certificates(minimum_days_left: float | None, expiring: int) -> None:
+    """One daily wallet certificate check: the fewest whole days any stored wallet certificate has left (negative:
+    expired; none published when no account has one, so that the alarm sees missing data, not a false all-clear
+    value) and how many certificates are inside the warning window (the expiry alarm, the dashboard)."""
+    if minimum_days_left is not None:
+        _record("WalletCertificateDaysLeft", minimum_days_left, "None", {})
+    count("WalletCertificatesExpiring", expiring)
 
 
 def _code(code: Any) -> str:

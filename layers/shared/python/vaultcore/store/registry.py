@@ -12,7 +12,7 @@ from vaultcore.settings import settings
 from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 
-__all__ = ["get", "put", "put_new", "update_fields", "query_prefix", "delete", "ConditionFailed"]
+__all__ = ["get", "put", "put_new", "update_fields", "query_prefix", "scan_kind", "delete", "ConditionFailed"]
 
 
 def _table() -> str:
@@ -66,6 +66,27 @@ def query_prefix(pk: str, sk_prefix: str, *, limit: int = 1000) -> list[dict[str
         items.extend(from_item(i) or {} for i in out.get("Items", []))
         if "LastEvaluatedKey" not in out or len(items) >= limit:
             return items[:limit]
+        kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+
+
+def scan_kind(pk_prefix: str, sk: str, *, attributes: tuple[str, ...]) -> list[dict[str, Any]]:
+    """Every item of one kind (``pk`` starting with ``pk_prefix``, ``sk`` equal to ``sk``), only ``attributes``.
+
+    A Scan reads the whole table (the filter only trims the answer): for scheduled checks over a kind that has no
+    index (the daily wallet certificate check), never for a request's path."""
+    names = {f"#a{i}": name for i, name in enumerate(("pk", "sk", *attributes))}
+    kwargs: dict[str, Any] = {
+        "TableName": _table(), "FilterExpression": "begins_with(#a0, :pk) AND #a1 = :sk",
+        "ProjectionExpression": ", ".join(names), "ExpressionAttributeNames": names,
+        "ExpressionAttributeValues": to_item({":pk": pk_prefix, ":sk": sk}),
+    }
+    items: list[dict[str, Any]] = []
+    while True:
+        with aws_errors("registry scan"):
+            out = dynamodb().scan(**kwargs)
+        items.extend(from_item(i) or {} for i in out.get("Items", []))
+        if "LastEvaluatedKey" not in out:
+            return items
         kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
 
 
