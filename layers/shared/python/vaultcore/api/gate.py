@@ -23,13 +23,8 @@ refused, never the value.
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
-
-from vaultcore.errors import ValidationError
-
-if TYPE_CHECKING:
-    from vaultcore.api.http import Request
+from vaultcore.api.http import Request
+from vaultcore.api.json_body import MAX_JSON_DEPTH, InputRejected, load_json
 
 __all__ = ["InputRejected", "BodyTooLarge", "check_request", "load_json", "BODY_LIMITS", "MAX_JSON_DEPTH"]
 
@@ -43,20 +38,6 @@ MAX_HEADER_VALUE = 8_192
 MAX_QUERY_PARAMS = 100
 MAX_QUERY_TEXT = 8_192
 MAX_PATH_PARAM = 4_096
-MAX_JSON_DEPTH = 32
-MAX_JSON_ARRAY = 10_000
-MAX_JSON_MEMBERS = 1_000
-
-
-class InputRejected(ValidationError):
-    """A request refused at the edge. ``kind`` is ``text`` (encoding) or ``limit`` (a size or structure cap)."""
-
-    code = 1006
-    status = 400
-
-    def __init__(self, message: str, kind: str = "limit") -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 class BodyTooLarge(InputRejected):
@@ -78,42 +59,6 @@ def _looks_like_json(request: Request) -> bool:
     if "json" in request.content_type:
         return True
     return request.body.lstrip()[:1] in (b"{", b"[")
-
-
-def load_json(body: bytes) -> Any:
-    """The body as JSON; None when it is empty or not JSON (the route answers that with its own code).
-
-    Raises :class:`InputRejected` for JSON that is over a structural cap or holds a lone surrogate, which a
-    route could otherwise choke on (RecursionError, UnicodeEncodeError on storing or forwarding).
-    """
-    from vaultcore.net.payloads import find_lone_surrogate, json_depth
-
-    if not body.strip():
-        return None
-    try:
-        text = body.decode("utf-8")  # strict: RFC 8259 §8.1
-    except UnicodeDecodeError:
-        return None
-    if json_depth(body) > MAX_JSON_DEPTH:
-        raise InputRejected(f"The JSON body is nested deeper than {MAX_JSON_DEPTH} levels.")
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-    stack = [value]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, list):
-            if len(node) > MAX_JSON_ARRAY:
-                raise InputRejected(f"A JSON array has more than {MAX_JSON_ARRAY} items.")
-            stack.extend(child for child in node if isinstance(child, list | dict))
-        elif isinstance(node, dict):
-            if len(node) > MAX_JSON_MEMBERS:
-                raise InputRejected(f"A JSON object has more than {MAX_JSON_MEMBERS} members.")
-            stack.extend(child for child in node.values() if isinstance(child, list | dict))
-    if b"\\u" in body and find_lone_surrogate(value):
-        raise InputRejected("The JSON body holds a string that is not valid UTF-8 text (a lone surrogate).", "text")
-    return value
 
 
 def check_request(request: Request, family: str) -> None:

@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
+from vaultcore.api.json_body import load_json
+
 __all__ = ["Request", "Response", "json_response", "request_from_event"]
 
 MAX_BODY_BYTES = 1_048_576  # API Gateway's own cap is 10 MB; we accept less (DoS) and say so in the README.
@@ -57,11 +59,9 @@ class Request:
         """The body as JSON, or None when it is not valid JSON (callers validate the shape).
 
         JSON over the gate's caps (depth, sizes) or holding a lone surrogate raises
-        :class:`vaultcore.api.gate.InputRejected`, every time it is asked for (see :mod:`vaultcore.api.gate`).
+        :class:`vaultcore.api.json_body.InputRejected`, every time it is asked for (see :mod:`vaultcore.api.gate`).
         """
         if not self._json_loaded:
-            from vaultcore.api.gate import load_json
-
             self._json_loaded = True
             try:
                 self._json = load_json(self.body)
