@@ -28,6 +28,7 @@ from collections.abc import Callable
 
 from vaultcore.cards.brand import BRAND_LENGTHS, detect_brand
 from vaultcore.cards.luhn import luhn_valid
+from vaultcore.cards.pan_mask import FULL_PAN_MIN, MASK_CHAR, keep_ends, mask_pan
 from vaultcore.cards.tracks import TrackError, track_lrc
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
     "redact_text",
 ]
 
-MASK_CHAR = "*"
 REDACTED = "[REDACTED]"
 MASK_PATTERNS: tuple[str, ...] = (
     "all",
@@ -52,58 +52,12 @@ MASK_PATTERNS: tuple[str, ...] = (
     "allAsRedacted",
 )
 
-# The shortest PAN in issue has 13 digits; below that a value is not a whole PAN and shows at most half.
-_FULL_PAN_MIN = 13
-
-
 # --------------------------------------------------------------------------------------------- basics
 
 
 def _mask_alnum(text: str) -> str:
     """Every letter and digit masked, everything else kept (the fallback for text of unknown structure)."""
     return "".join(MASK_CHAR if ch.isalnum() else ch for ch in text)
-
-
-def _visible_counts(length: int, first: int, last: int) -> tuple[int, int]:
-    """How many leading and trailing characters of a ``length``-character value may stay clear."""
-    if length >= _FULL_PAN_MIN:
-        return first, last
-    # Short value: at most half in clear, the trailing characters first (they identify a card to a person).
-    budget = length // 2
-    keep_last = min(last, budget)
-    return min(first, budget - keep_last), keep_last
-
-
-def _keep_ends(value: str, first: int, last: int, *, separators: bool) -> str:
-    """Mask all but the first ``first`` and last ``last`` characters.
-
-    With ``separators`` true only letters and digits count and get masked (``4242 42** **** 4242``); with it
-    false every character counts (the proxy patterns speak of characters).
-    """
-    if separators:
-        # An already masked character still counts, so that masking twice gives the same result.
-        positions = [i for i, ch in enumerate(value) if ch.isalnum() or ch == MASK_CHAR]
-    else:
-        positions = list(range(len(value)))
-    keep_first, keep_last = _visible_counts(len(positions), first, last)
-    masked = positions[keep_first : len(positions) - keep_last]
-    if not masked:
-        return value
-    chars = list(value)
-    for i in masked:
-        chars[i] = MASK_CHAR
-    return "".join(chars)
-
-
-def mask_pan(pan: str) -> str:
-    """``4242424242424242`` -> ``424242******4242`` (PCI DSS 3.4: first six and last four at most).
-
-    Spaces and dashes between digit groups stay in place. Values shorter than 13 digits keep at most half
-    their digits, the last ones first (``12345678`` -> ``****5678``).
-    """
-    if not pan:
-        return pan
-    return _keep_ends(pan, 6, 4, separators=True)
 
 
 # --------------------------------------------------------------------------------------------- tracks
@@ -214,7 +168,7 @@ def mask_keyed(text: str) -> str:
 
 def _four_plain_four_masked(value: str) -> str:
     plain = [i for i in range(len(value)) if (i // 4) % 2 == 0]
-    if len(value) < _FULL_PAN_MIN:
+    if len(value) < FULL_PAN_MIN:
         # A short value shows at most half: the plain characters beyond that budget are masked too.
         plain = plain[: len(value) // 2]
     keep = set(plain)
@@ -240,9 +194,9 @@ def apply_pattern(value: str, pattern: str) -> str:
     if pattern == "fourPlainFourMasked":
         return _four_plain_four_masked(value)
     if pattern == "allButFirstSixLastFour":
-        return _keep_ends(value, 6, 4, separators=False)
+        return keep_ends(value, 6, 4, separators=False)
     if pattern == "allButFirstOneLastFour":
-        return _keep_ends(value, 1, 4, separators=False)
+        return keep_ends(value, 1, 4, separators=False)
     raise ValueError("unknown mask pattern")
 
 

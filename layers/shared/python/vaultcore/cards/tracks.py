@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from vaultcore.cards.pan_mask import mask_pan
+
 __all__ = [
     "TrackError",
     "Track1",
@@ -83,13 +85,6 @@ def _is_digits(text: str) -> bool:
     return text.isascii() and text.isdigit()
 
 
-def _masked_pan(pan: str) -> str:
-    # Imported here: masking depends on this module's LRC helper, and a repr is rarely computed.
-    from vaultcore.cards.masking import mask_pan
-
-    return mask_pan(pan)
-
-
 class _ExpiryMixin:
     """Expiry views shared by every card-data record; the stored form is the track's ``YYMM``."""
 
@@ -135,7 +130,7 @@ class Track1(_ExpiryMixin):
 
     def __repr__(self) -> str:
         # A repr ends up in tracebacks and test output: show the masked PAN only.
-        return f"Track1(pan={_masked_pan(self.pan)!r}, ...)"
+        return f"Track1(pan={mask_pan(self.pan)!r}, ...)"
 
     @property
     def format_code(self) -> str:
@@ -177,7 +172,7 @@ class Track2(_ExpiryMixin):
     raw: str
 
     def __repr__(self) -> str:
-        return f"Track2(pan={_masked_pan(self.pan)!r}, ...)"
+        return f"Track2(pan={mask_pan(self.pan)!r}, ...)"
 
     @property
     def with_sentinels(self) -> str:
@@ -194,7 +189,7 @@ class KeyedEntry(_ExpiryMixin):
     cvv: str | None
 
     def __repr__(self) -> str:
-        return f"KeyedEntry(pan={_masked_pan(self.pan)!r}, ...)"
+        return f"KeyedEntry(pan={mask_pan(self.pan)!r}, ...)"
 
 
 def _check_pan(pan: str, where: str) -> str:
