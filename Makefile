@@ -8,7 +8,7 @@ export SAM_CLI_TELEMETRY := 0
 export AWS_DEFAULT_REGION ?= us-east-1
 
 .PHONY: run test lint unit integration e2e sam-validate sam-build bench fuzz clean deploy-cert deploy-prod venv invoke \
-	sam-local-build template-lint
+	sam-local-build template-lint docs docs-build
 
 venv: $(VENV)/.installed
 
@@ -73,7 +73,19 @@ template-lint: venv $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION)
 sam-build: venv
 	PIP=$(abspath $(VENV))/bin/pip $(VENV)/bin/sam build --region $(AWS_DEFAULT_REGION)
 
-test: lint unit integration e2e sam-validate template-lint sam-build
+test: lint unit integration e2e sam-validate template-lint sam-build docs-build
+
+# The documentation (docs/, mkdocs.yml): `make docs` serves it with live reload on http://127.0.0.1:$(DOCS_PORT)
+# (not the runner's port); `make docs-build` builds it strictly (a broken link, anchor or nav entry fails) into
+# .local/site, which is never committed.
+DOCS_PORT ?= 8008
+DOCS_SITE := .local/site
+
+docs: venv
+	$(VENV)/bin/mkdocs serve --strict --dev-addr 127.0.0.1:$(DOCS_PORT)
+
+docs-build: venv
+	$(VENV)/bin/mkdocs build --strict --clean --site-dir $(DOCS_SITE)
 
 # The property-based input test with many more examples than CI's run (tests/integration/test_input_gate_fuzz.py).
 fuzz: venv
