@@ -127,7 +127,8 @@ class _Renderer:
 
     def codes(self, schema: dict[str, Any]) -> str:
         rows = "".join(f"<tr><td class=mono>{code}</td><td>{_md(meaning)}</td></tr>"
-                       for code, meaning in zip(schema["enum"], schema["x-enum-descriptions"], strict=True))
+                       for code, meaning in zip(schema.get("x-known-values", schema.get("enum")),
+                                                schema["x-enum-descriptions"], strict=True))
         return f"<table><tr><th>code</th><th>meaning</th></tr>{rows}</table>"
 
     def operation(self, path: str, method: str, op: dict[str, Any]) -> str:

@@ -132,13 +132,40 @@ def nullable(schema: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+#: The known values of an open code set (error codes): ``x-known-values``, with ``x-enum-descriptions`` in the same
+#: order. Not an ``enum``: a code added later must still parse in clients generated from today's document
+#: (openapi-python-client and openapi-generator turn an ``enum`` into a closed type that refuses any other value).
+#: The end-to-end contract checks (``tests/e2e/contract.py``, schemathesis) close the set again with :func:`closed`,
+#: so this platform's own answers must use a known code.
+KNOWN = "x-known-values"
+OPEN_NOTE = ("The set is open: codes may be added, and a client must accept any value (the known ones are listed "
+             "in `x-known-values`, their meanings in `x-enum-descriptions`).")
+
+
 def codes(table: dict[int, str], description: str) -> dict[str, Any]:
-    """An integer error-code enum: the codes, their meanings (``x-enum-descriptions``, which openapi-generator
-    turns into comments) and a Markdown table in the description."""
+    """An open integer error code: the known codes (``x-known-values``), their meanings (``x-enum-descriptions``)
+    and a Markdown table in the description."""
     ordered = sorted(table)
-    rows = "\n".join(f"| {c} | {table[c]} |" for c in ordered)
-    return {"type": "integer", "enum": ordered, "x-enum-descriptions": [table[c] for c in ordered],
-            "description": f"{description}\n\n| code | meaning |\n|---|---|\n{rows}"}
+    return open_codes("integer", ordered, [table[c] for c in ordered], description)
+
+
+def open_codes(kind: str, known: list[Any], meanings: list[str], description: str) -> dict[str, Any]:
+    rows = "\n".join(f"| {c} | {m} |" for c, m in zip(known, meanings, strict=True))
+    return {"type": kind, KNOWN: known, "x-enum-descriptions": meanings,
+            "description": f"{description} {OPEN_NOTE}\n\n| code | meaning |\n|---|---|\n{rows}"}
+
+
+def closed(node: Any) -> Any:
+    """A copy of a document (or schema) where every open code set is an ``enum`` of its known values again: what
+    this platform may answer, for the contract checks of its own responses."""
+    if isinstance(node, dict):
+        out = {k: closed(v) for k, v in node.items()}
+        if KNOWN in out and "enum" not in out:
+            out["enum"] = list(out[KNOWN])
+        return out
+    if isinstance(node, list):
+        return [closed(v) for v in node]
+    return node
 
 
 # --------------------------------------------------------------------------------------------- operations
@@ -150,10 +177,16 @@ def json_content(schema: dict[str, Any], example: Any = None) -> dict[str, Any]:
 
 
 def body(schema: dict[str, Any], *, required: bool = True, example: Any = None, description: str = "",
-         form: bool = False) -> dict[str, Any]:
+         form: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A request body: ``schema`` as JSON, and with ``form`` (a schema of another name) also form-urlencoded.
+
+    The two media types have schemas of different names so that generated clients tell them apart (one model class
+    per media type: openapi-python-client sends a body of the form class as a form, of the JSON class as JSON)."""
     content = json_content(schema, example)
-    if form:
-        content = {FORM: {"schema": schema}, **content}
+    if form is not None:
+        if form == schema:
+            raise ValueError("a form body needs a schema of its own name (generated clients tell them apart by it)")
+        content = {FORM: {"schema": form}, **content}
     out: dict[str, Any] = {"required": required, "content": content}
     if description:
         out["description"] = description

@@ -18,6 +18,7 @@ from local.contracts.common import (
     header,
     nullable,
     obj,
+    open_codes,
     parameter,
     ref,
     response,
@@ -180,6 +181,14 @@ def _qsapi_request() -> dict[str, Any]:
                            "variables (100). Which variables each case requires: README \"Payment gateway\".")
 
 
+def _json_twin(form: str) -> dict[str, Any]:
+    """The JSON body of an operation that also takes ``form``: the same variables, under a name of its own (generated
+    clients tell a form body from a JSON one by its class)."""
+    # allOf with a second member: a lone reference would be the same class in openapi-python-client's client
+    return {"allOf": [ref(form), {"type": "object"}],
+            "description": f"The variables of {form} as one JSON object (numbers and booleans are read as their text)."}
+
+
 def _transaction_properties() -> dict[str, Any]:
     s = {"type": "string"}
     props: dict[str, Any] = {
@@ -251,8 +260,10 @@ def _schemas() -> dict[str, Any]:
         "ach_return_code": text("R[0-9]{2}", "RETURNED: the bank's NACHA return code."),
     }
     assert set(FRAUD_FIELDS) <= set(record_extra)
-    ok = {"error": {"const": False}, "error_code": {"const": 0}, "error_message": {"type": "null"},
-          "error_msg": {"type": "null"}}
+    # null, written so generators take it (openapi-generator's python generator has no type for a bare "null"):
+    # a nullable string that is not a string
+    null = {"type": ["string", "null"], "not": {"type": "string"}, "description": "Always null here."}
+    ok = {"error": {"const": False}, "error_code": {"const": 0}, "error_message": null, "error_msg": null}
     amount = obj({"currency": text("[A-Z]{3}", "ISO 4217 code."),
                   "value": {"type": "integer", "minimum": 1, "maximum": 10**11 - 1,
                             "description": "Minor units (1000 = 10.00 USD)."}}, ("currency", "value"))
@@ -272,6 +283,7 @@ def _schemas() -> dict[str, Any]:
                             ("error", "error_code", "error_message", "error_msg", "transaction_approved"),
                             description="A refusal before any transaction was made (no transaction_id); "
                                         "`error_message` = `error_msg`."),
+        "QsapiJsonRequest": _json_twin("QsapiRequest"),
         "QsapiResponse": {"anyOf": [ref("TransactionResponse"), ref("GatewayError")]},
         "RsapiRequest": obj({
             "account_id": _variable("account_id"), "api_accesskey": _variable("api_accesskey"),
@@ -291,6 +303,7 @@ def _schemas() -> dict[str, Any]:
         }, ("account_id", "api_accesskey"), closed=False,
             description=f"Form-urlencoded or JSON. Other variables are ignored: {', '.join(sorted(RSAPI_KNOWN))} "
                         "are read."),
+        "RsapiJsonRequest": _json_twin("RsapiRequest"),
         "TransactionRecord": obj({**tx, **record_extra}, always,
                                  description="The transaction response plus the stored extras; token fields "
                                              "(empty strings when absent) with TOKEN DATA IN RSAPI or when named in "
@@ -338,7 +351,7 @@ def _schemas() -> dict[str, Any]:
             "reference": text(_REFERENCE, "The merchant's reference: 1-80 printable ASCII characters."),
             "amount": ref("Amount"),
             "paymentMethod": obj({"type": {"const": WALLET_TYPE},
-                                  "applePayToken": {"type": ["string", "object"],
+                                  "applePayToken": {"anyOf": [{"type": "string"}, {"type": "object"}],  # a type list: openapi-generator logs an error
                                                     "description": "The wallet token: JSON text, base64 of it, or "
                                                                    "the object."}},
                                  ("type", "applePayToken"), closed=False),
@@ -368,13 +381,11 @@ def _schemas() -> dict[str, Any]:
 
 
 def _checkout_codes() -> dict[str, Any]:
-    """The checkout API's string ``errorCode`` enum (:data:`CHECKOUT_ERRORS`, in its order)."""
+    """The checkout API's string ``errorCode`` (open; the known values are :data:`CHECKOUT_ERRORS`, in its order)."""
     ordered = list(CHECKOUT_ERRORS)
     meanings = [f"{CHECKOUT_ERRORS[c][1]} (HTTP {CHECKOUT_ERRORS[c][0]})" for c in ordered]
-    rows = "\n".join(f"| {c} | {m} |" for c, m in zip(ordered, meanings, strict=True))
-    return {"type": "string", "enum": ordered, "x-enum-descriptions": meanings,
-            "description": "`errorCode` of `/paymentMethods` and `/payments` errors: gateway codes as text, or the "
-                           f"member at fault.\n\n| code | meaning |\n|---|---|\n{rows}"}
+    return open_codes("string", ordered, meanings, "`errorCode` of `/paymentMethods` and `/payments` errors: "
+                                                   "gateway codes as text, or the member at fault.")
 
 
 def _internal(schema: str = "GatewayError") -> dict[str, Any]:
@@ -412,7 +423,7 @@ def build() -> dict[str, Any]:
                        "(`/api/qsapi/3.8/`).",
         "security": [{}], "x-body-credentials": ["account_id", "api_accesskey"],
         "parameters": [idempotency],
-        "requestBody": body(ref("QsapiRequest"), form=True, example={
+        "requestBody": body(ref("QsapiJsonRequest"), form=ref("QsapiRequest"), example={
             "account_id": "123456789012", "api_accesskey": "<api_accesskey>", "response_format": "JSON",
             "transaction_type": "SALE", "tender_type": "CARD", "card_number": "4242424242424242",
             "card_expiration": "1230", "card_verification": "123", "transaction_amount": "19.99",
@@ -433,7 +444,11 @@ def build() -> dict[str, Any]:
             "description": "`transaction_id` gives one record; otherwise a UTC date range (default the last 24 "
                            "hours, at most 31 days), newest first, `limit` per page, `next_token` for the next.",
             "security": [{}], "x-body-credentials": ["account_id", "api_accesskey"],
-            "requestBody": body(ref("RsapiRequest"), form=True),
+            "requestBody": body(ref("RsapiJsonRequest"), form=ref("RsapiRequest"), required=False,
+                                description="Without a body (or without the credentials) the answer is the "
+                                            "refusal 200 (`account_id is required.`). Not marked required: "
+                                            "openapi-python-client's client (0.29) then imports what its "
+                                            "two-media-type body needs."),
             "responses": {"200": response("The record(s), or a refusal (`error` true; input-gate refusals "
                                           "included: 100).", ref("RsapiResponse")),
                           **_internal()},

@@ -134,15 +134,17 @@ def _tokenize_schemas() -> dict[str, Any]:
                                                "maxItems": MAX_VALUES}}, ("bfid", "values"), closed=False),
                       "description": f"1 to {MAX_BATCH_ITEMS} items (3042)."},
         }, ("items",), closed=False),
-        "BatchItem": {"oneOf": [
-            obj({"itemIndex": {"type": "integer", "minimum": 0}, "itemReference": nullable(REFERENCE),
-                 "bfid": BFID_TEXT, "values": {"type": "array", "items": value}},
-                ("itemIndex", "itemReference", "bfid", "values")),
-            obj({"itemIndex": {"type": "integer", "minimum": 0}, "itemReference": nullable(REFERENCE),
-                 "errCode": ref("ErrorCode"), "errMessage": {"type": "string"}},
-                ("itemIndex", "itemReference", "errCode", "errMessage")),
-        ], "description": "One per item, in order: its result, or its error (`itemReference` null when the item "
-                         "sent none or an invalid one)."},
+        # the two kinds of item are named schemas: inline, openapi-python-client (0.29) named both of their
+        # `values` item models alike and dropped the result
+        "BatchItemResult": obj({"itemIndex": {"type": "integer", "minimum": 0}, "itemReference": nullable(REFERENCE),
+                                "bfid": BFID_TEXT, "values": {"type": "array", "items": value}},
+                               ("itemIndex", "itemReference", "bfid", "values")),
+        "BatchItemError": obj({"itemIndex": {"type": "integer", "minimum": 0}, "itemReference": nullable(REFERENCE),
+                               "errCode": ref("ErrorCode"), "errMessage": {"type": "string"}},
+                              ("itemIndex", "itemReference", "errCode", "errMessage")),
+        "BatchItem": {"oneOf": [ref("BatchItemResult"), ref("BatchItemError")],
+                      "description": "One per item, in order: its result, or its error (`itemReference` null when the "
+                                     "item sent none or an invalid one)."},
         "BatchResponse": obj({
             "success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
             "succeeded": {"type": "integer", "minimum": 0}, "failed": {"type": "integer", "minimum": 0},

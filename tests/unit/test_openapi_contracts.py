@@ -32,7 +32,11 @@ def _doc(api: str) -> dict:
 
 
 def _enum(api: str, schema: str) -> set[int]:
-    return set(_doc(api)["components"]["schemas"][schema]["enum"])
+    """The known codes of an (open) error-code schema: ``x-known-values``, not a closed ``enum`` (issue 22)."""
+    found = _doc(api)["components"]["schemas"][schema]
+    assert "enum" not in found, f"{api} {schema}: error codes are open (x-known-values), not an enum"
+    assert len(found["x-known-values"]) == len(found["x-enum-descriptions"]), (api, schema)
+    return set(found["x-known-values"])
 
 
 def _shape(path: str) -> str:
@@ -200,7 +204,8 @@ def test_the_checkout_codes_are_the_code_s_table_and_the_readme_s():
     from vaultcore.wallet.checkout_api import CHECKOUT_ERRORS
 
     schema = _doc("gateway")["components"]["schemas"]
-    assert schema["CheckoutErrorCode"]["enum"] == list(CHECKOUT_ERRORS)
+    assert schema["CheckoutErrorCode"]["x-known-values"] == list(CHECKOUT_ERRORS)
+    assert "enum" not in schema["CheckoutErrorCode"]
     assert set(schema["CheckoutError"]["properties"]["status"]["enum"]) == {s for s, _ in CHECKOUT_ERRORS.values()}
     readme: dict[str, int] = {}
     for row in _readme_table_after("**Checkout error codes.**"):
@@ -228,3 +233,30 @@ def test_every_postback_delivery_status_is_in_the_readme():
     assert "abandoned" in statuses
     listed = README[README.index("attempt, newest first: status"):][:200]
     assert all(f"`{s}`" in listed for s in statuses), listed
+
+
+def test_error_codes_are_open_so_generated_clients_parse_new_ones():
+    """Issue 22: no error-code set is a closed ``enum`` (generated clients refuse a value an enum lacks); the known
+    codes are ``x-known-values`` with their meanings, also in the description; the contract checks close them again."""
+    from local.contracts.common import closed
+
+    found = 0
+
+    def walk(node: object, where: str) -> None:
+        nonlocal found
+        if isinstance(node, dict):
+            if "x-enum-descriptions" in node:
+                found += 1
+                assert "enum" not in node, where
+                assert len(node["x-known-values"]) == len(node["x-enum-descriptions"]), where
+                assert all(f"| {c} |" in node["description"] for c in node["x-known-values"]), where
+                assert closed(node)["enum"] == node["x-known-values"], where
+            for k, v in node.items():
+                walk(v, f"{where}/{k}")
+        elif isinstance(node, list):
+            for i, v in enumerate(node):
+                walk(v, f"{where}/{i}")
+
+    for path in sorted((ROOT / "openapi").glob("*.json")):
+        walk(json.loads(path.read_text()), path.name)
+    assert found >= 8
