@@ -54,6 +54,7 @@ from vaultcore.cache import ContainerCache
 from vaultcore.errors import Conflict, NotFound, ValidationError
 from vaultcore.gateway.errors import E, GatewayError
 from vaultcore.ids import numeric_id
+from vaultcore.postback.target import PostbackTarget
 from vaultcore.store import registry
 from vaultcore.store.keys import unwrap_secret, wrap_secret
 
@@ -278,14 +279,12 @@ def postback_secret_of(account_id: str) -> bytes:
     return unwrap_secret(item["postbackSecret"], postback_secret_context(account_id))
 
 
-def postback_target(account_id: str) -> Any:
+def postback_target(account_id: str) -> PostbackTarget | None:
     """What the postback sender needs for one delivery: URL, access key (for the spec's hash) and signing secret.
 
     None when the account is unknown, disabled or has no postback URL (nothing to deliver). One Registry read;
     the unwrapped keys are cached per container by :mod:`vaultcore.store.keys`.
     """
-    from vaultcore.postback.sender import PostbackTarget
-
     item = registry.get(_pk(account_id), "PROFILE") if isinstance(account_id, str) else None
     if item is None or not item.get("postbackUrl") or item.get("status", "active") != "active":
         return None

@@ -41,10 +41,14 @@ from typing import Any
 
 from vaultcore import clock
 from vaultcore.cache import ContainerCache
+from vaultcore.gateway.accounts import postback_target
 from vaultcore.logs import get_logger
+from vaultcore.net.http import EgressConnectionError, EgressTimeout, SafeHttpClient
+from vaultcore.net.ssrf import EgressPolicy
 from vaultcore.postback import deliveries
 from vaultcore.postback.breaker import DEFER, PROBE, CircuitBreaker, destination_of
 from vaultcore.postback.message import build_body, parse_schedule, retry_delay, signature_header
+from vaultcore.postback.target import PostbackTarget
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
 
@@ -61,16 +65,6 @@ _max_receive_lock = threading.Lock()
 _targets: ContainerCache[PostbackTarget] = ContainerCache("record_cache_seconds", max_items=4096)
 _load_locks = tuple(threading.Lock() for _ in range(16))  # one cold load per account, not one per record
 _breaker = CircuitBreaker()
-
-
-@dataclass(frozen=True)
-class PostbackTarget:
-    url: str
-    api_accesskey: str
-    secret: bytes
-
-    def __repr__(self) -> str:  # never print the key or the secret
-        return "PostbackTarget(<redacted>)"
 
 
 @dataclass(frozen=True)
@@ -114,19 +108,10 @@ def max_receive_count() -> int:
 
 
 @lru_cache(maxsize=1)
-def _http() -> Any:
+def _http() -> SafeHttpClient:
     """The sender's own SafeHttpClient (per container): pools sized for a concurrent batch."""
-    from vaultcore.net.http import SafeHttpClient
-    from vaultcore.net.ssrf import EgressPolicy
-
     return SafeHttpClient(EgressPolicy.from_env(), connect_timeout=5.0, read_timeout=DELIVERY_TIMEOUT_SECONDS,
                           max_pools=64, pool_maxsize=HTTP_POOL_SIZE)
-
-
-def _load_target(account_id: str) -> PostbackTarget | None:
-    from vaultcore.gateway.accounts import postback_target
-
-    return postback_target(account_id)
 
 
 def _target(account_id: str) -> PostbackTarget | None:
@@ -135,7 +120,7 @@ def _target(account_id: str) -> PostbackTarget | None:
     if cached is not None:
         return cached
     with _load_locks[hash(account_id) % len(_load_locks)]:
-        return _targets.get_or_load(account_id, lambda: _load_target(account_id))
+        return _targets.get_or_load(account_id, lambda: postback_target(account_id))
 
 
 def _excerpt(body: bytes) -> str:
@@ -261,8 +246,6 @@ def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callab
         if not ok:
             error = f"HTTP {response.status}"
     except Exception as exc:  # noqa: BLE001 - any failure to deliver is a retry, recorded by its type only
-        from vaultcore.net.http import EgressConnectionError, EgressTimeout
-
         ok = False
         error = type(exc).__name__
         responsive = not isinstance(exc, EgressTimeout | EgressConnectionError)
