@@ -26,40 +26,25 @@ in :mod:`vaultcore.tokens.endpoints`; :func:`tokenization_route` dispatches by t
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from vaultcore.api.http import Request, Response
 from vaultcore.api.secure import json_object_body, reference_of, success
 from vaultcore.auth.authenticator import authenticate_header
-from vaultcore.tokens.errors import NO_CARD_FIELD, OMIT_INVALID, VALUES_ENTRY, VALUES_MISSING, TokenServiceError
+from vaultcore.tokens import endpoints
+from vaultcore.tokens.errors import NO_CARD_FIELD, OMIT_INVALID, TokenServiceError
 from vaultcore.tokens.service import template_for, tokenize_values
+from vaultcore.tokens.values import MAX_VALUES, body_values
 
 __all__ = ["tokenize_endpoint", "tokenization_route", "omit_mode", "DEVICE_HEADERS", "CARD_NUMBER_FIELD",
-           "CARD_EXPIRATION_FIELD"]
+           "CARD_EXPIRATION_FIELD", "MAX_VALUES"]
 
 DEVICE_HEADERS = ("dev-device-serial", "dev-device-type", "dev-payload", "dev-ksn", "dev-client-id")
 CARD_NUMBER_FIELD = "vault_token_card_number"
 CARD_EXPIRATION_FIELD = "vault_token_card_expiration"
 FIRST_NAME_FIELD = "vault_token_first_name"
 LAST_NAME_FIELD = "vault_token_last_name"
-MAX_VALUES = 64
-
-
-def _body_values(raw: Any, required: bool) -> list[tuple[str, str]]:
-    if raw is None and not required:
-        return []
-    if not isinstance(raw, list) or (required and not raw):
-        raise TokenServiceError("values must be a non-empty array of {name, value} objects.", code=VALUES_MISSING)
-    if len(raw) > MAX_VALUES:
-        raise TokenServiceError(f"values may hold at most {MAX_VALUES} entries.", code=VALUES_MISSING)
-    pairs = []
-    for i, entry in enumerate(raw):
-        if not (isinstance(entry, dict) and isinstance(entry.get("name"), str) and isinstance(entry.get("value"), str)):
-            raise TokenServiceError(f"values[{i}] must be an object with a string name and a string value.",
-                                    code=VALUES_ENTRY)
-        pairs.append((entry["name"], entry["value"]))
-    return pairs
-
 
 def _device_values(partner_id: str, request: Request, template_ref: Any, given: set[str]) -> list[tuple[str, str]]:
     """Values decrypted from the device headers for the template's card fields the body did not give."""
@@ -107,7 +92,7 @@ def tokenize_endpoint(request: Request) -> Response:
     reference = reference_of(body)
     omit = omit_mode(request, body)
     with_device = any(request.header(h) is not None for h in DEVICE_HEADERS)
-    pairs = _body_values(body.get("values"), required=not with_device)
+    pairs = body_values(body.get("values"), required=not with_device)
     if with_device:
         pairs += _device_values(caller.partner_id, request, body.get("templateRef"), {n for n, _ in pairs})
     result = tokenize_values(caller.partner_id, body.get("templateRef"), pairs,  # type: ignore[arg-type]
@@ -118,25 +103,20 @@ def tokenize_endpoint(request: Request) -> Response:
     return success(payload, reference)
 
 
-#: The TokenizeFunction's routes: template resource -> "module:function" (imported at init by functions/tokenize).
-ROUTES = {
+#: The TokenizeFunction's routes: template resource -> the function that answers it.
+ROUTES: dict[str, Callable[[Request], Response]] = {
     "/api/tokenization/tokenize": tokenize_endpoint,
-    "/api/tokenization/detokenize": "detokenize_endpoint",
-    "/api/tokenization/read": "read_endpoint",
-    "/api/tokenization/delete": "delete_endpoint",
-    "/api/tokenization/batch/tokenize": "batch_tokenize_endpoint",
-    "/api/tokenization/batch/detokenize": "batch_detokenize_endpoint",
-    "/api/template/validate": "template_validate_endpoint",
-    "/api/healthcheck/tokenize": "healthcheck_endpoint",
-    "/api/healthcheck/detokenize": "healthcheck_endpoint",
+    "/api/tokenization/detokenize": endpoints.detokenize_endpoint,
+    "/api/tokenization/read": endpoints.read_endpoint,
+    "/api/tokenization/delete": endpoints.delete_endpoint,
+    "/api/tokenization/batch/tokenize": endpoints.batch_tokenize_endpoint,
+    "/api/tokenization/batch/detokenize": endpoints.batch_detokenize_endpoint,
+    "/api/template/validate": endpoints.template_validate_endpoint,
+    "/api/healthcheck/tokenize": endpoints.healthcheck_endpoint,
+    "/api/healthcheck/detokenize": endpoints.healthcheck_endpoint,
 }
 
 
 def tokenization_route(request: Request) -> Response:
     """The TokenizeFunction's one route: the tokenization API of the secure API, by the template's resource."""
-    target = ROUTES.get(request.resource, tokenize_endpoint)
-    if isinstance(target, str):
-        from vaultcore.tokens import endpoints
-
-        target = getattr(endpoints, target)
-    return target(request)  # type: ignore[operator]
+    return ROUTES.get(request.resource, tokenize_endpoint)(request)

@@ -41,7 +41,6 @@ from vaultcore.net import deadline
 from vaultcore.store import audit
 from vaultcore.store import tokens as token_store
 from vaultcore.tokens import service, template_store
-from vaultcore.tokens.api import _body_values
 from vaultcore.tokens.errors import (
     BATCH_BUDGET,
     BATCH_ITEM_INVALID,
@@ -52,6 +51,7 @@ from vaultcore.tokens.errors import (
     TokenPermissionDenied,
     TokenServiceError,
 )
+from vaultcore.tokens.values import body_values
 
 __all__ = ["detokenize_endpoint", "read_endpoint", "delete_endpoint", "batch_tokenize_endpoint",
            "batch_detokenize_endpoint", "template_validate_endpoint", "healthcheck_endpoint", "MAX_BATCH_ITEMS",
@@ -90,7 +90,7 @@ def detokenize_endpoint(request: Request) -> Response:
     reference = reference_of(body)
     _require_permission(caller)
     bfid = _bfid_of(body)
-    pairs = _body_values(body.get("values"), required=True)
+    pairs = body_values(body.get("values"), required=True)
     verified = service.verify_bfid(caller.partner_id, bfid)
     service.check_access_mode(caller.partner_id, verified[2])
     clear = service.detokenize_verified(caller.partner_id, verified, pairs)
@@ -186,7 +186,7 @@ def batch_tokenize_endpoint(request: Request) -> Response:
         try:
             with budget.metered():
                 ref = _item_reference(item)
-                pairs = _body_values(item.get("values"), required=True)
+                pairs = body_values(item.get("values"), required=True)
                 result = service.tokenize_values(caller.partner_id, item.get("templateRef"), pairs, store=False,
                                                  log=False)
         except VaultError as exc:
@@ -224,7 +224,7 @@ def batch_detokenize_endpoint(request: Request) -> Response:
             with budget.metered():
                 ref = _item_reference(item)
                 bfid = _bfid_of(item)
-                pairs = _body_values(item.get("values"), required=True)
+                pairs = body_values(item.get("values"), required=True)
                 verified = service.verify_bfid(caller.partner_id, bfid, revocation=False)
                 service.check_access_mode(caller.partner_id, verified[2])
         except VaultError as exc:
