@@ -22,7 +22,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from local.template import resolver
+from local.template import PSEUDO_PARAMETERS, ROOT, resolver
 
 __all__ = ["ENV_FILE", "SAM_TEMPLATE", "RUNNER_VARIABLES", "function_variables", "sam_local_template",
            "write_env_file"]
@@ -37,11 +37,7 @@ LOCAL_EGRESS = {"VAULT_ALLOW_LOCAL_EGRESS": "1"}  # runner only: a deployed stac
 
 def function_variables(platform: Any) -> dict[str, dict[str, str]]:
     """Logical id → variables, for every function of the rendered template (conditions applied)."""
-    from local.runner import ACCOUNT, REGION
-
-    pseudo = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws",
-              "AWS::StackName": "vault-local", "AWS::URLSuffix": "amazonaws.com"}
-    resolve = resolver(platform.params, platform.conditions, platform.refs, platform.attrs, pseudo)
+    resolve = resolver(platform.params, platform.conditions, platform.refs, platform.attrs, PSEUDO_PARAMETERS)
     globals_fn = (platform.template.get("Globals") or {}).get("Function", {})
     common = resolve((globals_fn.get("Environment") or {}).get("Variables") or {})
     runner = {name: os.environ[name] for name in RUNNER_VARIABLES if name in os.environ}
@@ -61,8 +57,6 @@ def sam_local_template(template: dict[str, Any], variables: dict[str, dict[str, 
     `sam local` applies an --env-vars value only to a variable the template declares, and a deployed stack must
     never declare the runner's endpoint, credentials or egress switch: this copy declares them in Globals (empty;
     env.json fills them), with every CodeUri/ContentUri made absolute so it works from the state directory."""
-    from local.template import ROOT
-
     out = copy.deepcopy(template)
     declared = out.setdefault("Globals", {}).setdefault("Function", {}).setdefault("Environment", {}) \
         .setdefault("Variables", {})

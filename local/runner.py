@@ -36,6 +36,9 @@ from urllib.parse import parse_qsl, urlsplit
 
 from local.env_file import write_env_file
 from local.template import (
+    ACCOUNT,
+    PSEUDO_PARAMETERS,
+    REGION,
     ROOT,
     evaluate_conditions,
     function_directories,
@@ -45,8 +48,6 @@ from local.template import (
     resolver,
 )
 
-REGION = "us-east-1"
-ACCOUNT = "123456789012"
 SQS_CONCURRENT_BATCHES = 5  # batches of one SQS event source in flight at once (Lambda's initial concurrency)
 
 
@@ -150,9 +151,7 @@ class Platform:
         ddb = boto3.client("dynamodb", region_name=REGION)
         sqs = boto3.client("sqs", region_name=REGION)
         kms = boto3.client("kms", region_name=REGION)
-        pseudo = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws",
-                  "AWS::StackName": "vault-local", "AWS::URLSuffix": "amazonaws.com"}
-        resolve = resolver(self.params, self.conditions, self.refs, self.attrs, pseudo)
+        resolve = resolver(self.params, self.conditions, self.refs, self.attrs, PSEUDO_PARAMETERS)
         for name, res in self.resources.items():
             if res["Type"] == "AWS::KMS::Key":
                 key = self._existing_key(kms, name) if self.reuse_resources else None

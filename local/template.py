@@ -16,6 +16,12 @@ import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "template.yaml"
+# The local stack's region and account, and the pseudo parameters the template resolves against them: the runner
+# creates its resources with these, and env.json resolves the functions' variables with the same ones.
+REGION = "us-east-1"
+ACCOUNT = "123456789012"
+PSEUDO_PARAMETERS = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Partition": "aws",
+                     "AWS::StackName": "vault-local", "AWS::URLSuffix": "amazonaws.com"}
 
 
 class _CfnLoader(yaml.SafeLoader):
