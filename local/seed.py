@@ -1,24 +1,22 @@
-"""Demo data for the local runner, created through the management API like an operator would."""
+"""Demo data for the local runner, created through the management API like an operator would: the foundation's
+partners, BDKs and devices here, then each later feature's part (tokens, gateway, proxy, wallet)."""
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from typing import Any
 
+from local.admin_client import admin
+from local.seed_gateway import seed_gateway
+from local.seed_proxy import seed_proxy
+from local.seed_tokens import seed_tokens
+from local.seed_wallet import seed_wallet
 from vaultcore.devices.simulator import DEFAULT_BDK
+
+__all__ = ["DEMO_BDK", "DEMO_AES_BDK", "admin", "seed"]
 
 # The reader vendors' published demo BDK (ANSI X9.24-1 test key), the simulator's default for each scheme.
 DEMO_BDK = DEFAULT_BDK["tdes"]
 DEMO_AES_BDK = DEFAULT_BDK["aes128"]
-
-
-def admin(base_url: str, method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-    data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(base_url + path, data=data, method=method,
-                                 headers={"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=30) as resp:  # noqa: S310 - loopback management API
-        return json.loads(resp.read() or b"{}")
 
 
 def seed(base_url: str) -> dict[str, Any]:
@@ -39,9 +37,7 @@ def seed(base_url: str) -> dict[str, Any]:
                              {"serial": "DEMO-AUDIO-0001", "deviceType": "audio-reader", "bdkId": "demo-tdes"}))
     demo: dict[str, Any] = {"partner": partner, "keyPartner": key_partner, "bdks": [bdk, aes_bdk],
                             "devices": devices}
-    try:
-        from local import seed_more
-    except ImportError:
-        return demo
-    demo.update(seed_more.seed(base_url, demo))
+    # Each part reads what came before it (the partners; the proxy's configurations use the DEMO template).
+    for part in (seed_tokens, seed_gateway, seed_proxy, seed_wallet):
+        demo.update(part(base_url, demo))
     return demo

@@ -11,7 +11,7 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from local.seed import admin
+from local.admin_client import admin
 
 CARD_PATH = {"transformationSource": "body", "transformationType": "jsonpath", "transformationPath": "$.card.number"}
 

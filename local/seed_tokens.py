@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from local.seed import admin
+from local.admin_client import admin
 
 DEMO_TEMPLATE_REF = "DEMO"
 DEMO_TEMPLATE = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from local.seed import admin
+from local.admin_client import admin
 
 
 def seed_wallet(base_url: str, demo: dict[str, Any]) -> dict[str, Any]:
