@@ -254,7 +254,7 @@ class FaultProxy:
 
             def _read_body(self) -> bytes:
                 if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-                    chunks = []
+                    chunks: list[bytes] = []
                     while True:
                         size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
                         if size == 0:

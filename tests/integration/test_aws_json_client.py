@@ -22,6 +22,7 @@ import time
 import types
 import uuid
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -85,7 +86,7 @@ def plain(value: Any) -> Any:
     return value
 
 
-def both_raise(call_ours, call_boto) -> tuple[dict[str, Any], dict[str, Any]]:
+def both_raise(call_ours, call_boto) -> tuple[dict[str, Any], Mapping[str, Any]]:
     with pytest.raises(AwsClientError) as ours_error:
         call_ours()
     with pytest.raises(ClientError) as boto_error:
@@ -580,10 +581,12 @@ class Received:
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False  # kept-alive client connections must not hold the test's teardown
+    stand_in: StandIn  # set by StandIn right after construction
 
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    server: _Server
 
     def setup(self) -> None:
         super().setup()

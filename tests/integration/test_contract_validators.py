@@ -121,7 +121,7 @@ def _fix_place(place: dict[str, Any], sources: tuple[str, ...]) -> None:
         place["transformationSource"] = "body"
     if place.get("transformationSource") == "variable":  # set by no parser here: read a header instead
         place["transformationSource"], place["transformationType"] = "header", "key"
-    place["transformationPath"] = _PATHS.get(place.get("transformationType"), "X-Card")
+    place["transformationPath"] = _PATHS.get(place.get("transformationType", ""), "X-Card")
 
 
 def _fix_auth(auth: dict[str, Any], world: dict[str, Any]) -> None:

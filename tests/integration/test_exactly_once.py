@@ -11,7 +11,7 @@ platform's own AWS client and a moto server, is tests/e2e/test_faults_e2e.py.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import boto3
 import pytest
@@ -22,6 +22,9 @@ from tests.postback_receiver import Receiver
 from vaultcore import clock
 from vaultcore.gateway.errors import E
 from vaultcore.settings import settings
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 PATH = "/api/qsapi/3.8"
 VISA = "4242424242424242"
@@ -119,9 +122,9 @@ def _approved(account: dict) -> list[dict]:
     return [t for t in _transactions(account) if t.get("transaction_approved")]
 
 
-def _queued() -> list[dict]:
+def _queued() -> list[MessageTypeDef]:
     sqs = boto3.client("sqs", region_name="us-east-1")
-    out = []
+    out: list[MessageTypeDef] = []
     while True:
         got = sqs.receive_message(QueueUrl=settings().postback_queue_url, MaxNumberOfMessages=10,
                                   AttributeNames=["All"]).get("Messages", [])

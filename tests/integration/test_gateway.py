@@ -90,7 +90,7 @@ def _bfid_and_tokens(gw: Gateway, transaction_id: str) -> dict:
 
 def _queue_messages() -> list[dict]:
     sqs = client("sqs")
-    out = []
+    out: list[dict] = []
     while True:
         got = sqs.receive_message(QueueUrl=settings().postback_queue_url, MaxNumberOfMessages=10).get("Messages", [])
         if not got:

@@ -12,6 +12,7 @@ from urllib.parse import urlencode
 import pytest
 
 from tests.helpers import admin, call
+from vaultcore.crypto.dukpt import Scheme
 from vaultcore.devices import simulator
 from vaultcore.devices.simulator import Card
 from vaultcore.gateway.errors import ERROR_MESSAGES, E
@@ -25,7 +26,7 @@ TRACK1 = f"%B{VISA}^DOE/JANE^30121010000000000000?"
 TRACK2 = f";{VISA}=30121010000000000000?"
 SWIPE = TRACK1 + TRACK2
 CARD = Card(pan="4761739001010010", expiry="3012", name="SMITH/JOHN", cvv="123")
-TDES_BDK = simulator.DEFAULT_BDK["tdes"]
+TDES_BDK = simulator.DEFAULT_BDK[Scheme.TDES]
 
 
 def _partner(platform, name: str = "Shop partner") -> dict:

@@ -10,11 +10,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.helpers import admin, call
+from vaultcore.crypto.dukpt import Scheme
 from vaultcore.devices import simulator
 from vaultcore.devices.simulator import Card
 
-TDES_BDK = simulator.DEFAULT_BDK["tdes"]
-AES_BDK = simulator.DEFAULT_BDK["aes128"]
+TDES_BDK = simulator.DEFAULT_BDK[Scheme.TDES]
+AES_BDK = simulator.DEFAULT_BDK[Scheme.AES128]
 
 
 @pytest.fixture

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import json
 import time
+from typing import TYPE_CHECKING
 
 import boto3
 
 from tests.aws_calls import AwsCalls
 from tests.helpers import admin, call
 from tests.postback_receiver import Receiver
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import MessageTypeDef
 
 
 def test_one_failing_record_is_retried_and_the_others_are_not(platform, monkeypatch):
@@ -135,9 +139,9 @@ def _sale(platform, account: dict) -> str:
     return body["transaction_id"]
 
 
-def _receive(platform, n: int) -> list[dict]:
+def _receive(platform, n: int) -> list[MessageTypeDef]:
     sqs = boto3.client("sqs", region_name="us-east-1")
-    messages: list[dict] = []
+    messages: list[MessageTypeDef] = []
     while len(messages) < n:
         out = sqs.receive_message(QueueUrl=platform.refs["PostbackQueue"], MaxNumberOfMessages=min(10, n - len(messages)),
                                   AttributeNames=["All"]).get("Messages", [])
@@ -147,7 +151,7 @@ def _receive(platform, n: int) -> list[dict]:
     return messages
 
 
-def _event(messages: list[dict]) -> dict:
+def _event(messages: list[MessageTypeDef]) -> dict:
     return {"Records": [{"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
                          "attributes": dict(m["Attributes"]), "messageAttributes": {}, "eventSource": "aws:sqs",
                          "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackQueue",

@@ -57,6 +57,7 @@ def test_the_botocore_fallback_makes_exactly_three_attempts(monkeypatch):
     """A 500 on every attempt: botocore's client (answered by a before-send hook, no socket) is asked 3 times."""
     import botocore.endpoint
     from botocore.awsrequest import AWSResponse
+    from botocore.compat import HTTPHeaders
 
     monkeypatch.setenv("VAULT_AWS_SDK", "botocore")
     monkeypatch.setattr(botocore.endpoint, "time", types.SimpleNamespace(sleep=lambda _s: None))
@@ -67,7 +68,7 @@ def test_the_botocore_fallback_makes_exactly_three_attempts(monkeypatch):
     def answer_500(request: Any, **_kwargs: Any) -> AWSResponse:
         sent.append(request.url)
         raw = types.SimpleNamespace(stream=lambda **_k: iter([b'{"__type":"InternalServerError"}']))
-        return AWSResponse(request.url, 500, {"x-amzn-RequestId": "r"}, raw)
+        return AWSResponse(request.url, 500, HTTPHeaders.from_dict({"x-amzn-RequestId": "r"}), raw)
 
     client.meta.events.register("before-send.dynamodb", answer_500)
     with pytest.raises(aws.client_errors()) as raised:

@@ -7,6 +7,7 @@ import base64
 import hashlib
 import hmac
 import string
+from typing import Any
 
 import pytest
 from cryptography.hazmat.primitives import hashes
@@ -39,7 +40,7 @@ B64URL = string.ascii_letters + string.digits + "-_"
 
 
 def make(**kwargs) -> str:
-    args = {"mac_key": MAC_KEY, "key_version": 3, "template_ref": "GATEWAY", "partner_id": "partner-42"}
+    args: dict[str, Any] = {"mac_key": MAC_KEY, "key_version": 3, "template_ref": "GATEWAY", "partner_id": "partner-42"}
     args.update(kwargs)
     return new_bfid(**args)
 

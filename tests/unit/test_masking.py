@@ -6,6 +6,7 @@ import json
 import re
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import example, given, settings
@@ -345,7 +346,7 @@ pan16 = st.text(alphabet="0123456789", min_size=15, max_size=15).map(_luhn_pan)
 branded_pan16 = st.one_of(
     st.sampled_from(["4", "51", "52", "53", "54", "55", "2221", "2500", "2720", "6011", "65", "3528", "3589"]).flatmap(
         lambda prefix: st.text(alphabet="0123456789", min_size=15 - len(prefix), max_size=15 - len(prefix)).map(
-            lambda rest, p=prefix: _luhn_pan(p + rest)
+            lambda rest: _luhn_pan(prefix + rest)
         )
     )
 )
@@ -458,7 +459,7 @@ NON_ASCII = ["\u0130", "\u0131", "\u017f", "\u212a", "é", "Ж", "€", "\u00a0"
 _digits = st.text(alphabet="0123456789", min_size=1, max_size=24)
 _grouped_pan = branded_pan16.flatmap(
     lambda pan: st.sampled_from([" ", "-", "  ", " -", ""]).map(
-        lambda sep, p=pan: sep.join(p[i : i + 4] for i in range(0, 16, 4))))
+        lambda sep: sep.join(pan[i : i + 4] for i in range(0, 16, 4))))
 _key_value = st.builds(
     lambda key, case, sep, value: (key.upper() if case == 1 else key.title() if case == 2 else key) + sep + value,
     st.sampled_from(KEY_SPELLINGS + ["ſecret", "\u212aey", "prİmary_account_number", "vault_token_card_number",
@@ -523,8 +524,8 @@ def test_redact_text_equals_the_reference_on_known_and_hostile_texts(text: str) 
 
 
 def _json_body(size: int) -> str:
-    doc = {"cards": [{"number": "4000056655665556", "cvv": "123"}], "headers": {"Authorization": "Basic abc"},
-           "items": []}
+    doc: dict[str, Any] = {"cards": [{"number": "4000056655665556", "cvv": "123"}],
+                           "headers": {"Authorization": "Basic abc"}, "items": []}
     item = {"sku": "ABC-1234", "qty": 2, "desc": "lorem ipsum dolor sit amet", "price": "19.99",
             "ref": "0123456789abcdef0123456789abcdef", "card_number": "4242 4242 4242 4242", "note": "Ωmega"}
     while len(json.dumps(doc, ensure_ascii=False)) < size:

@@ -45,7 +45,7 @@ def _jsonpath_ng_slots(expr, doc) -> list[tuple[int, object]]:
     """What the proxy took from jsonpath-ng before issue 12 (transform._json_slots)."""
     from jsonpath_ng.jsonpath import Fields, Index
 
-    out = []
+    out: list[tuple[int, object]] = []
     for datum in expr.find(doc):
         p, container = datum.path, datum.context.value if datum.context is not None else None
         if isinstance(p, Fields) and isinstance(container, dict):

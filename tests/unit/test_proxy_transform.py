@@ -34,7 +34,7 @@ PAN = "4761739001010010"
 def _message(body: bytes | str, content_type: str = "application/json", headers=None, query=None) -> Message:
     raw = body.encode() if isinstance(body, str) else body
     hdrs = {"content-type": content_type, **(headers or {})}
-    return Message(headers=hdrs, query=list(query or []), body=Body(raw, body_kind(content_type, raw)).parse())
+    return Message(headers=Headers(hdrs), query=list(query or []), body=Body(raw, body_kind(content_type, raw)).parse())
 
 
 def _set_all(message: Message, source: str, type_: str, path: str, fn) -> int:

@@ -36,6 +36,7 @@ _real_getaddrinfo = socket.getaddrinfo
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # keep-alive, so connection reuse is observable
+    server: _Server  # the recording server below (http.server types it as any BaseServer)
 
     def log_message(self, *args):  # keep test output quiet
         pass
@@ -720,9 +721,12 @@ def _fake_dns_all(monkeypatch, name: str, addresses: list[str]):
 def _record_connects(monkeypatch) -> list:
     connects: list = []
     real_create = socket.create_connection
-    monkeypatch.setattr(
-        socket, "create_connection", lambda addr, *a, **k: connects.append(addr[0]) or real_create(addr, *a, **k)
-    )
+
+    def create_connection(addr, *a, **k):
+        connects.append(addr[0])
+        return real_create(addr, *a, **k)
+
+    monkeypatch.setattr(socket, "create_connection", create_connection)
     return connects
 
 

@@ -38,8 +38,8 @@ TOKEN_TABLE = {
 }
 
 
-def _ts(*args: int) -> float:
-    return datetime(*args, tzinfo=UTC).timestamp()
+def _ts(year: int, month: int, day: int, hour: int = 0) -> float:
+    return datetime(year, month, day, hour, tzinfo=UTC).timestamp()
 
 
 # ---------------------------------------------------------------------------------------------- alphabets

@@ -85,6 +85,7 @@ def test_every_tracks_vector(entry: dict[str, Any]) -> None:
         track1, track2 = split_tracks(entry["raw"])
         assert track1 == entry["expected_track1_raw"]
         assert track2 == entry["expected_track2_raw"]
+        assert track1 is not None and track2 is not None
         t1, t2 = parse_track1(track1), parse_track2(track2)
         for parsed in (t1, t2):
             assert parsed.pan == entry["expected"]["pan"]

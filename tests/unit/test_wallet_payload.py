@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 from datetime import date
+from typing import Any
 
 import pytest
 
@@ -21,8 +22,8 @@ from vaultcore.wallet.token_payload import (
 )
 
 TXID = "AB" * 32
-PAYMENT_DATA = {"version": "EC_v1", "data": "ZGF0YQ==", "signature": "c2ln",
-                "header": {"ephemeralPublicKey": "a2V5", "publicKeyHash": "aGFzaA==", "transactionId": TXID}}
+PAYMENT_DATA: dict[str, Any] = {"version": "EC_v1", "data": "ZGF0YQ==", "signature": "c2ln",
+                                "header": {"ephemeralPublicKey": "a2V5", "publicKeyHash": "aGFzaA==", "transactionId": TXID}}
 FULL = {"paymentData": PAYMENT_DATA, "paymentMethod": {"displayName": "Visa 1111", "network": "Visa", "type": "debit"},
         "transactionIdentifier": TXID}
 
