@@ -1,5 +1,6 @@
-"""The README, followed literally: the walkthrough and the HMAC signing examples run as written against the
-runner (only the address and the demo file's path are those of the test's runner)."""
+"""The README's walkthrough and the HMAC signing examples of docs/integrators/authentication.md, followed literally
+against the runner: the base URL and the credentials come from the test runner's demo.json (only the demo file's
+path is the test's). The other pages' examples: tests/e2e/test_docs_examples.py."""
 
 from __future__ import annotations
 
@@ -14,18 +15,26 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text()
+AUTHENTICATION = (ROOT / "docs" / "integrators" / "authentication.md").read_text()
+INDEX = (ROOT / "docs" / "index.md").read_text()
 
 
-def _block(after: str, fence: str = "```sh") -> str:
-    start = README.index(after)
-    body = README[README.index(fence, start) + len(fence):]
+def _block(after: str, fence: str = "```sh", text: str = README) -> str:
+    start = text.index(after)
+    body = text[text.index(fence, start) + len(fence):]
     return body[: body.index("```")]
 
 
 def _localise(script: str, runner) -> str:
+    # no address of its own: every example takes the runner's from demo.json (its baseUrl)
+    assert not re.search(r"127\.0\.0\.1:\d|localhost:\d", script), script
     demo = runner.stdout.parent / "demo.json"
-    script = script.replace(".local/demo.json", str(demo))
-    return re.sub(r"(?:http://)?(?:127\.0\.0\.1|localhost):3000", runner.base_url, script)
+    return script.replace(".local/demo.json", str(demo))
+
+
+def _first_step() -> str:
+    """The documented first step of every docs example: BASE and HMAC_KEY from .local/demo.json."""
+    return _block("## The examples", text=INDEX)
 
 
 def _bash(script: str) -> str:
@@ -41,6 +50,7 @@ needs_shell_tools = pytest.mark.skipif(not (shutil.which("curl") and shutil.whic
 @needs_shell_tools
 def test_the_walkthrough_runs_as_written(runner):
     script = _block("## Walkthrough")
+    assert 'BASE=$(python3' in script and '["baseUrl"]' in script  # the base URL is read from .local/demo.json
     script = "\n".join(line for line in script.splitlines() if not line.startswith("make run"))
     out = _bash("set -e\n" + _localise(script.replace(".venv/bin/python", sys.executable), runner))
     assert '"reference": "walkthrough-1"' in out
@@ -52,12 +62,12 @@ def test_the_walkthrough_runs_as_written(runner):
 
 @needs_shell_tools
 def test_the_openssl_and_curl_signing_example_runs_as_written(runner):
-    out = _bash(_localise(_block("Sign with `openssl` and `curl`"), runner))
+    out = _bash(_localise(_first_step() + _block("Sign with `openssl` and `curl`", text=AUTHENTICATION), runner))
     assert json.loads(out) == {"success": True, "reference": "openssl-1", "messageId": json.loads(out)["messageId"]}
 
 
 def test_the_standard_library_signing_example_runs_as_written(runner):
-    code = _block("With Python's standard library alone:", "```python")
+    code = _block("With Python's standard library alone:", "```python", AUTHENTICATION)
     done = subprocess.run([sys.executable, "-c", _localise(code, runner)], cwd=ROOT, capture_output=True, text=True,
                           timeout=60)
     assert done.returncode == 0, done.stderr

@@ -1,10 +1,10 @@
-"""The README's "Wallet payments" section, followed literally against the runner.
+"""The "Wallet payments" page (docs/integrators/wallets.md), followed literally against the runner.
 
 Every ```sh block of the section runs as written, in order, in one bash: the wallet sandbox CLI configures the
 demo shop account, a generated token pays an APay SALE (approved), the merchant session call succeeds through
-the runner's mutual-TLS stand-in for the vendor, then /paymentMethods and /payments. Only the runner's address
-(``localhost:3000``), the interpreter (``.venv/bin/python``) and the place of ``.local`` (a symlink to the test
-runner's state directory, in a scratch working directory) are the test's.
+the runner's mutual-TLS stand-in for the vendor, then /paymentMethods and /payments. Only the interpreter
+(``.venv/bin/python``) and the place of ``.local`` (a symlink to the test runner's state directory, in a scratch
+working directory) are the test's: the base URL comes from that runner's ``.local/demo.json``.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def wallet_section() -> str:
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("\n## Wallet payments\n")
-    return readme[start: readme.index("\n## ", start + 1)]
+    page = (ROOT / "docs" / "integrators" / "wallets.md").read_text()
+    assert page.startswith("# Wallet payments\n")
+    return page
 
 
 def wallet_blocks() -> list[str]:
@@ -51,7 +51,8 @@ def test_the_wallet_section_runs_as_written(runner, tmp_path):
     assert "-----BEGIN" not in script  # no placeholder PEMs: the commands use the sandbox's files
     script = "\n".join(line for line in script.splitlines() if not line.startswith("make run"))
     script = script.replace(".venv/bin/python", sys.executable)
-    script = re.sub(r"(?:http://)?(?:127\.0\.0\.1|localhost):3000", runner.base_url, script)
+    assert not re.search(r"127\.0\.0\.1:\d|localhost:\d", script), script  # the address comes from demo.json
+    assert 'BASE=$(python3' in script and '["baseUrl"]' in script
     state = runner.stdout.parent
     (tmp_path / ".local").symlink_to(state, target_is_directory=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}

@@ -134,8 +134,8 @@ def test_the_postback_queue_never_invokes_beyond_the_reservation():
 def test_readme_documents_each_reserved_concurrency_parameter_and_default():
     from pathlib import Path
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("### Reserved concurrency per API", 1)[1].split("\n### ", 1)[0]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "operators" / "deploying.md").read_text()
+    section = page.split("\n## Reserved concurrency per API\n", 1)[1].split("\n## ", 1)[0]
     parameters = load_template()["Parameters"]
     for parameter in RESERVED:
         assert f"| `{parameter}` | {parameters[parameter]['Default']} |" in section, parameter

@@ -519,8 +519,8 @@ def test_every_detail_has_a_distinct_public_message():
 def test_readme_documents_every_signature_refusal():
     from vaultcore.wallet.errors import SIGNATURE_REFUSALS, W
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    section = readme.split("### Wallet and fraud error codes (`error_code`)", 1)[1].split("\n## ", 1)[0]
+    page = (Path(__file__).resolve().parents[2] / "docs" / "integrators" / "wallets.md").read_text()
+    section = page.split("\n## Wallet and fraud error codes (`error_code`)\n", 1)[1].split("\n## ", 1)[0]
     for detail, (code, message) in SIGNATURE_REFUSALS.items():
         if code != W.NO_TRUST_ROOT:  # 715 has its own row
             assert f"| {code} | `{detail}` | {message}" in section, detail

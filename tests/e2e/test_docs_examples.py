@@ -1,0 +1,131 @@
+"""The documentation's shell examples, followed literally against a runner of this module's own.
+
+Every ```sh block of ``docs/`` either runs here or is listed in ``NOT_RUN`` with the reason (it needs an AWS
+account, Docker, a value only a browser produces, or another test runs it). The blocks of one page run in
+order in one bash, after the documented first step (``docs/index.md``, "The examples": ``BASE`` and
+``HMAC_KEY`` from ``.local/demo.json``), in a scratch copy of the repository's top level (links) whose ``.local``
+is the runner's state directory, so the base URL and the credentials come from that runner's ``demo.json`` exactly as a reader's
+do. Only the interpreter (``.venv/bin/python``) is the test's. The runner is private: the examples rotate keys,
+grant permissions and delete bfids, which other tests must not see.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+OWNED_ELSEWHERE = {"integrators/clients.md"}  # its examples are tested with the generated clients
+
+# (page, a text of the block) -> why the block does not run here
+NOT_RUN = {
+    ("design/api-contracts.md", "-m local.contracts"): "rewrites openapi/*.json in the repository",
+    ("integrators/gateway.md", "token_id=<transaction_id of the authorization>"):
+        "a tour of the request forms with placeholders (ids of earlier answers); the other blocks run",
+    ("integrators/iframe.md", "ACCESS_KEY=<api_accesskey>"): "the browser-based flow (tests/e2e/test_iframe_browser.py)",
+    ("integrators/iframe.md", "/instance/init"): "the browser-based flow (tests/e2e/test_iframe_browser.py)",
+    ("integrators/iframe.md", "etoken=<eToken>"): "the eToken comes from the browser (tests/e2e/test_iframe_browser.py)",
+    ("integrators/proxy.md", "vault-id: <vault-id>"): "placeholders of the previous answer; the README walkthrough "
+                                                     "runs the same exchange",
+    ("integrators/wallets.md", "local.wallet_sandbox --configure"): "tests/e2e/test_wallet_readme_e2e.py runs it",
+    ("integrators/wallets.md", '/admin/v1/accounts/$A/wallet"'): "tests/e2e/test_wallet_readme_e2e.py runs it",
+    ("local.md", "sam local invoke"): "needs Docker",
+    ("local.md", "make invoke FN=PostbackFunction"): "local.invoke reads the repository's own .local; "
+                                                   "tests/e2e/test_events_e2e.py runs every event through it",
+    ("operators/deploying.md", "make sam-build"): "deploys to AWS",
+    ("operators/deploying.md", "GatewayApiReservedConcurrency=150"): "deploys to AWS",
+    ("operators/deploying.md", "SnapStart=true"): "deploys to AWS",
+    ("operators/onboarding.md", "aws cloudformation describe-stacks"): "reads a deployed stack; the rehearsal "
+                                                                      "block points the same steps at the runner",
+    ("operators/retention.md", "sam delete"): "deletes a deployed stack",
+}
+
+# What each page's run must print: the examples did what the page says they do.
+EXPECT = {
+    "index.md": [],
+    "integrators/index.md": [],
+    "integrators/authentication.md": ['"reference": "openssl-1"', '"isValid": true'],
+    "integrators/parser.md": ['"reference": "swipe-1"', '"PAN": "4761739001010010"', '"Surname": "SMITH"'],
+    "integrators/tokenization.md": ['"deleted": true', '"status": "ok"', '"detokenize": true',
+                                    '"value": "4242424242424242"', '"succeeded": 1', '"errCode": 3003'],
+    "integrators/gateway.md": ['"authorization_message": "REFUND"', '"error_code": 410',
+                               '"authorization_message": "CREDIT"', '"entry_mode": "swiped"',
+                               '"first_name": "JOHN"'],
+    "operators/onboarding.md": ['"reference": "onboarding-1"', '"transaction_approved": true'],
+}
+
+
+def pages() -> dict[str, list[str]]:
+    out = {}
+    for path in sorted(DOCS.rglob("*.md")):
+        rel = path.relative_to(DOCS).as_posix()
+        if rel not in OWNED_ELSEWHERE:
+            out[rel] = re.findall(r"```sh\n(.*?)```", path.read_text(encoding="utf-8"), re.S)
+    return out
+
+
+def _excluded(rel: str, block: str) -> bool:
+    return any(page == rel and text in block for page, text in NOT_RUN)
+
+
+def first_step() -> str:
+    index = (DOCS / "index.md").read_text(encoding="utf-8")
+    section = index[index.index("## The examples"):]
+    return re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+
+
+def runnable(rel: str) -> list[str]:
+    return [b for b in pages()[rel] if not _excluded(rel, b)]
+
+
+def test_every_block_runs_or_says_why_not():
+    blocks = pages()
+    assert "BASE=" in first_step() and '["baseUrl"]' in first_step()
+    for page, text in NOT_RUN:  # no stale exclusion: each names a block that exists
+        assert any(text in b for b in blocks.get(page, [])), (page, text)
+    for rel, page_blocks in blocks.items():
+        for block in page_blocks:
+            # the base URL comes from .local/demo.json: never a hard-coded local port
+            assert not re.search(r"127\.0\.0\.1:\d|localhost:3000", block), (rel, block[:200])
+            code = "\n".join(line for line in block.splitlines() if not line.lstrip().startswith("#"))
+            if not _excluded(rel, block):
+                # a block that runs has nothing to fill in (comments may show answers with <...>)
+                assert not re.search(r"<[a-z][^>\n]*>", code.replace("<=", "")), (rel, block[:200])
+        if any(not _excluded(rel, b) for b in page_blocks) and rel not in ("index.md", "integrators/index.md"):
+            assert rel in EXPECT, f"{rel}: add what its examples must print to EXPECT"
+
+
+@pytest.fixture(scope="module")
+def docs_runner(tmp_path_factory):
+    from tests.e2e.runner_process import runner_process
+
+    with runner_process(tmp_path_factory.mktemp("docs-runner")) as proc:
+        yield proc
+
+
+@pytest.mark.skipif(not (shutil.which("curl") and shutil.which("openssl")),
+                    reason="the documentation's shell examples use curl and openssl")
+@pytest.mark.parametrize("rel", sorted(EXPECT))
+def test_the_page_s_examples_run_as_written(rel, docs_runner, tmp_path):
+    blocks = runnable(rel)
+    assert blocks or not EXPECT[rel], rel
+    script = "\n".join(line for line in "\n".join(blocks).splitlines() if not line.startswith("make run"))
+    script = script.replace(".venv/bin/python", sys.executable)
+    for child in ROOT.iterdir():  # the repository as the reader has it (Makefile, events/, .venv), but .local
+        if child.name != ".local":
+            (tmp_path / child.name).symlink_to(child, target_is_directory=child.is_dir())
+    (tmp_path / ".local").symlink_to(docs_runner.stdout.parent, target_is_directory=True)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("AWS_")}, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(["bash", "-c", "set -e\n" + first_step() + script], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-3000:])
+    for text in EXPECT[rel]:
+        assert text in done.stdout, (rel, text, done.stdout[-3000:])
+    assert '"errCode": 1,' not in done.stdout and '"error_code": 1,' not in done.stdout, done.stdout[-3000:]
