@@ -1,4 +1,4 @@
-"""Every response the end-to-end suite receives is checked against its OpenAPI document (README "API contracts").
+"""Every response the end-to-end suite receives is checked against its OpenAPI document (docs/integrators/openapi.md).
 
 :func:`check` is called by the shared client (:mod:`tests.e2e.http`) for every response: the route is found by
 method and path among the six documents of ``openapi/``, the response by its status (else ``default``), and a

@@ -150,7 +150,7 @@ def test_kms_errors_and_throttling_without_key_cache(stack):
     sc, violations = harness.kms_faults(stack, BURST_SECONDS)
     assert stack.proxy.injected() > 0
     _assert_invariants(sc, violations)
-    # every gateway error 1 says one of the two things the README's Idempotency table documents
+    # every gateway error 1 says one of the two things the Idempotency table of docs/integrators/gateway.md documents
     documented = {"Internal error: a dependency failed and nothing was charged; retry.",
                   "Internal error: the transaction outcome is unknown; retry with the same Idempotency-Key."}
     assert {a.message for a in sc.answers if a.kind == "sale" and a.code == 1} <= documented

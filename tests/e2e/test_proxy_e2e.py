@@ -97,7 +97,7 @@ def px(runner):
     with Target() as target:
         target.basic = (runner.demo["keyPartner"]["partnerId"], runner.demo["keyPartner"]["partnerKey"])
         target.hmac_user = runner.demo["partner"]["partnerId"]
-        # The proxy signs the target request with the partner's hmacKey as issued (README "The HMAC key").
+        # The proxy signs the target request with the partner's hmacKey as issued (docs/integrators/authentication.md).
         target.hmac_key = runner.demo["partner"]["hmacKey"].encode()
         yield Proxy(runner, target)
 

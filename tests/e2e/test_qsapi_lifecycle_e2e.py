@@ -98,7 +98,7 @@ def test_an_ach_sale_is_pending_settles_or_is_returned(client):
 
 
 def test_a_p2pe_sale(client):
-    """As the README does it: the reader simulator (a separate process, as a card reader is) encrypts a track for
+    """As the docs do it: the reader simulator (a separate process, as a card reader is) encrypts a track for
     the demo terminal; the client sends the encrypted payload and never holds the card number."""
     import subprocess
     import sys

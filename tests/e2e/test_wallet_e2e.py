@@ -3,7 +3,7 @@
 This module starts its own runner, pointed at a stand-in for the wallet vendor's merchant validation endpoint
 (local/wallet_vendor.py on the test's own PKI: HTTPS that requires the merchant identity certificate) with
 ``--env``: WALLET_MERCHANT_VALIDATION_URL replaces the runner's own stand-in, and WALLET_MERCHANT_VALIDATION_CA_FILE
-is the runner-only CA bundle the session code honours only with the runner's switch in cert. The README's
+is the runner-only CA bundle the session code honours only with the runner's switch in cert. The documented
 sandbox flow on the runner's own stand-in is tests/e2e/test_wallet_readme_e2e.py.
 """
 

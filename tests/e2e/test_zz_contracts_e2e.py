@@ -1,4 +1,4 @@
-"""The API contracts over HTTP (README "API contracts"): the runner serves the OpenAPI documents and their
+"""The API contracts over HTTP (docs/integrators/openapi.md): the runner serves the OpenAPI documents and their
 reference pages, and every response the suite receives is validated against its document by the shared client
 (tests/e2e/contract.py). These tests prove the validation runs — on every API, on success and error answers — and
 that it would catch a response that broke its contract. Named ``zz`` to run after the other suites, so that the

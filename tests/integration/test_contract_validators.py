@@ -1,4 +1,4 @@
-"""The validators accept exactly what the OpenAPI documents allow (README "API contracts").
+"""The validators accept exactly what the OpenAPI documents allow (docs/integrators/openapi.md).
 
 Request bodies are generated from the documents' own schemas (``openapi/management.json``: the create and update
 bodies; ``openapi/secure.json``: the tokenize body) by schemathesis' generators (positive mode: what the operation's

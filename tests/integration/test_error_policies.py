@@ -1,5 +1,5 @@
-"""The documented error policies of each API family, end to end through the real handlers on moto (README
-"Input limits", "Payment gateway", "Management API", "Fraud scoring", "Secure API and parser errors").
+"""The documented error policies of each API family, end to end through the real handlers on moto (docs/:
+integrators/errors.md, gateway.md, fraud-scoring.md; operators/management-api.md).
 
 * QSAPI and RSAPI answer an input-gate refusal like every other failure: HTTP 200, ``error_code`` 100;
 * the wallet domain association file (a REST-style route of the same API) answers it HTTP 400, ``error_code`` 100;

@@ -10,7 +10,7 @@ by the local runner, invoked through the real handlers against moto) and asserts
 * no exception text or stack trace in the body.
 
 The inputs that once failed (tests/fuzz_corpus.json) are replayed first and must each be refused: a 4xx, or on
-QSAPI and RSAPI (whose failures are all HTTP 200, README "Payment gateway") HTTP 200 with ``error_code`` 100.
+QSAPI and RSAPI (whose failures are all HTTP 200, docs/integrators/gateway.md) HTTP 200 with ``error_code`` 100.
 
 ``HYPOTHESIS_PROFILE=fuzz-large`` (``make fuzz``) runs many more examples than CI's default.
 """

@@ -1,4 +1,4 @@
-"""Response actions in-process on moto (README "Response actions"): what the target sends back is tokenized (or
+"""Response actions in-process on moto (docs/integrators/proxy.md, "Response actions"): what the target sends back is tokenized (or
 detokenized) before it reaches the partner; a response the actions cannot read is withheld (8117), a failing
 response action too (8118); the stored log never holds the clear value. Over real HTTP with the local runner:
 tests/e2e/test_proxy_response_e2e.py."""

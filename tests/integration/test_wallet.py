@@ -230,7 +230,7 @@ def test_wallet_session_through_mutual_tls(platform, account, merchant, pki, stu
     for changes, code, http in (({"referrer": "evil.example.net"}, W.REFERRER, 400),
                                 ({"merchant_id": "merchant.com.other"}, W.MERCHANT_ID, 400),
                                 ({"api_accesskey": "0" * 32}, 102, 401),
-                                # gateway codes only (README "Wallet session errors"), never error_code 400
+                                # gateway codes only (docs/integrators/wallets.md), never error_code 400
                                 ({"display_name": ""}, 200, 400), ({"merchant_id": None}, 200, 400),
                                 ({"display_name": "x" * 65}, 219, 400), ({"referrer": 7}, 219, 400),
                                 ({"account_id": None}, 200, 401), ({"account_id": "12"}, 101, 401)):
@@ -430,7 +430,7 @@ def test_payments_format_authorized_and_refused(platform, wallet_account, mercha
 
 def _checkout_error(out, status: int, code: str, kind: str) -> None:
     assert out == {"status": status, "errorCode": code, "message": out["message"], "errorType": kind}, out
-    assert CHECKOUT_ERRORS[code][0] == status  # the documented pair (README "Checkout error codes")
+    assert CHECKOUT_ERRORS[code][0] == status  # the documented pair (docs/integrators/wallets.md)
 
 
 def test_checkout_errors_are_always_in_the_checkout_format(platform, wallet_account, monkeypatch):

@@ -1,4 +1,4 @@
-"""vaultcore.api.responses: the one error mapping, per API family (README "Input limits" and each API's errors)."""
+"""vaultcore.api.responses: the one error mapping, per API family (docs/integrators/errors.md and each API's page)."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ def _answer(family, error):
     ("proxy", 400, {"success": False, "code": 8101, "message": "too deep"}),
     ("admin", 400, {"success": False, "errCode": 400, "errMessage": "too deep"}),
     ("collector", 400, {"success": False, "errCode": 400, "errMessage": "too deep"}),
-    # QSAPI and RSAPI: HTTP 200 like every gateway failure (README "Payment gateway")
+    # QSAPI and RSAPI: HTTP 200 like every gateway failure (docs/integrators/gateway.md)
     ("gateway", 200, {"error": True, "error_code": 100, "error_message": "too deep", "error_msg": "too deep",
                       "transaction_approved": False}),
     # the wallet session and association file: the gateway body with the endpoint's HTTP 400

@@ -1,11 +1,11 @@
-"""The OpenAPI documents of ``openapi/`` (README "API contracts") are valid, current and complete.
+"""The OpenAPI documents of ``openapi/`` (docs/integrators/openapi.md) are valid, current and complete.
 
 * each is a valid OpenAPI 3.1 document (openapi-spec-validator);
 * each is exactly what ``python -m local.contracts`` generates from the code now (the validators' patterns and
   lengths, the error-code tables): a changed validator or a new error code fails here until the documents are
   regenerated;
 * the error-code enums are the code's tables (proxy ``PROXY_CODES``, gateway ``ERROR_MESSAGES``, tokenization and
-  proxy-configuration codes) and the README's error tables, in both directions;
+  proxy-configuration codes) and the docs' error tables, in both directions;
 * every route of template.yaml, and every route the management router registers, is in its document, and the
   documents have no route the platform does not serve.
 """
@@ -179,7 +179,7 @@ def test_the_reference_page_is_self_contained_and_lists_fields_rules_and_codes()
 
 
 def _readme_table_after(anchor: str) -> list[list[str]]:
-    """The cells of the first table after ``anchor`` (any text of the README), header and rule rows left out."""
+    """The cells of the first table after ``anchor`` (any text of the pages), header and rule rows left out."""
     lines = README[README.index(anchor):].splitlines()[1:]
     table, seen_table = [], False
     for line in lines:
@@ -196,7 +196,7 @@ def test_the_wallet_session_codes_are_the_code_s_table_and_the_readme_s():
 
     assert _enum("gateway", "WalletSessionErrorCode") == set(SESSION_ERRORS)
     assert _readme_codes("**Wallet session errors.**") == set(SESSION_ERRORS)
-    # every code is one the gateway documents (README "Gateway error codes", "Wallet and fraud error codes")
+    # every code is one the gateway documents (docs/integrators/gateway.md, wallets.md)
     assert set(SESSION_ERRORS) <= _enum("gateway", "GatewayErrorCode")
     for row in _readme_table_after("**Wallet session errors.**"):
         for code in re.findall(r"\d+", row[0]):

@@ -44,7 +44,7 @@ def test_management_api_is_iam_authorized():
     assert api["Auth"]["DefaultAuthorizer"] == "AWS_IAM"
 
 
-# Reserved concurrency per API (README "Deploying with SAM"): parameter -> the functions it reserves.
+# Reserved concurrency per API (docs/operators/deploying.md): parameter -> the functions it reserves.
 RESERVED = {
     "SecureApiReservedConcurrency": {"PartnerValidateFunction", "DeviceValidateFunction", "AuthDebugFunction",
                                      "TokenizeFunction"},
@@ -58,7 +58,7 @@ RESERVED = {
 }
 UNRESERVED = {"ProxyLogShipperFunction", "PostbackOutboxFunction", "WalletCertificateCheckFunction"}  # off the request path, in the shared pool
 # --- issue 19 (iframe): the payment iFrame draws from the unreserved pool (the reservations' defaults already sum
-# to the 900 a new account leaves; README "Reserved concurrency per API") ---
+# to the 900 a new account leaves; docs/operators/deploying.md) ---
 UNRESERVED |= {"IframeFunction"}
 # --- end ---
 
