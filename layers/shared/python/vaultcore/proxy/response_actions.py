@@ -4,7 +4,7 @@ README "Response actions". The target's answer becomes a :class:`~vaultcore.prox
 fields as received, no query string, its body typed by its ``Content-Type`` and parsed with the request's bounds
 (JSON depth 32, arrays 10,000, 1,000 form fields, any DOCTYPE refused) up to the 4 MiB response cap. The
 configuration's ``responseActions`` run over it with the exchange's
-:class:`~vaultcore.proxy.service.ActionRunner` (the same paths, slots and tokenization as request actions; the
+:class:`~vaultcore.proxy.actions.ActionRunner` (the same paths, slots and tokenization as request actions; the
 bfid rule is :meth:`ActionRunner._tokenize`), and the partner receives the rewritten body and headers: the safe
 headers, plus every header a response substitution names.
 
@@ -26,11 +26,11 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from vaultcore.proxy import errors as E
+from vaultcore.proxy.actions import VARIABLE_HEADER_PREFIX, ActionRunner
 from vaultcore.proxy.transform import Body, Headers, Message, body_kind
 
 if TYPE_CHECKING:
     from vaultcore.proxy.config import ProxyConfig
-    from vaultcore.proxy.service import ActionRunner
 
 __all__ = [
     "RESPONSE_MAX_BYTES",
@@ -45,8 +45,6 @@ __all__ = [
 
 #: The HTTP client's response cap (vaultcore.net.http): a response body the actions parse is bounded by it.
 RESPONSE_MAX_BYTES = 4_194_304
-#: A variable holding a token is returned to the partner in ``vault-var-<name>``.
-VARIABLE_HEADER_PREFIX = "vault-var-"
 #: Request-phase codes meaning "the body cannot be read as the actions need": 8117 in the response phase.
 _UNPROCESSABLE = frozenset({E.PAYLOAD_INVALID, E.PAYLOAD_TOO_LARGE, E.CONTENT_TYPE_UNSUPPORTED,
                             E.XML_DOCTYPE_REFUSED})
