@@ -186,7 +186,9 @@ def body(schema: dict[str, Any], *, required: bool = True, example: Any = None, 
     if form is not None:
         if form == schema:
             raise ValueError("a form body needs a schema of its own name (generated clients tell them apart by it)")
-        content = {FORM: {"schema": form}, **content}
+        # JSON first: openapi-generator builds its body parameter from the first media type (with the form first,
+        # its python client filled form fields but chose the JSON content type and sent no body)
+        content = {**content, FORM: {"schema": form}}
     out: dict[str, Any] = {"required": required, "content": content}
     if description:
         out["description"] = description

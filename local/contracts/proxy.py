@@ -30,6 +30,14 @@ def build() -> dict[str, Any]:
                           ("success", "code", "message"),
                           description="The proxy's own error body (spec: HTTP 400 and 500 carry it; 401 and 403 "
                                       "too)."),
+        # the JSON and form bodies as named object schemas: generated clients tell them apart by class (two
+        # untyped `{}` schemas made openapi-python-client test `isinstance(body, Any)`, a TypeError)
+        "ProxyJsonBody": {"type": "object", "additionalProperties": True,
+                          "description": "A JSON object, forwarded as the target's request body after the "
+                                         "configuration's substitutions (other JSON values, e.g. an array, may be "
+                                         "sent as raw `application/json` content)."},
+        "ProxyFormBody": {"type": "object", "additionalProperties": {"type": "string"},
+                          "description": "URL-form fields."},
         "ProxyAnswer": {
             "description": "What the partner receives: the target's answer (any JSON), or the proxy's error body. "
                            "A JSON object of exactly `success: false`, `code` and `message` is the proxy's error "
@@ -78,8 +86,10 @@ def build() -> dict[str, Any]:
         ],
         "requestBody": {"required": False, "description": "JSON, XML, URL-form or none; forwarded byte for byte "
                                                           "when no substitution changed it.",
-                        "content": {"application/json": {"schema": {}}, "application/xml": {"schema": {}},
-                                    "application/x-www-form-urlencoded": {"schema": {}}, "*/*": {"schema": {}}}},
+                        "content": {"application/json": {"schema": ref("ProxyJsonBody")},
+                                    "application/xml": {"schema": {}},
+                                    "application/x-www-form-urlencoded": {"schema": ref("ProxyFormBody")},
+                                    "*/*": {"schema": {}}}},
         "responses": {
             "200": response("The target's answer (or a response action's result).", headers=target_headers,
                             content=passthrough),
