@@ -99,6 +99,7 @@ class HmacSigner(requests.auth.AuthBase):
         body = r.body or b""
         if isinstance(body, str):
             body = body.encode("utf-8")
+        assert isinstance(body, bytes)  # the cases' bodies are prepared as bytes or str, never streamed
         path = unquote(urlsplit(r.url).path)
         share = _share(path, body)
         if share < 70:
@@ -124,6 +125,7 @@ class PartnerBodyCredentials:
         return DEMO["keyPartner"]
 
     def set(self, case: schemathesis.Case, data: dict, context: schemathesis.AuthContext) -> None:
+        assert isinstance(case.body, dict)  # get() gives data only for a JSON object body
         case.body["partnerId"] = data["partnerId"]
         case.body["partnerKey"] = data["partnerKey"]
 
@@ -149,9 +151,10 @@ class AccountCredentials:
     def set(self, case: schemathesis.Case, data: tuple[str, dict], context: schemathesis.AuthContext) -> None:
         where, account = data
         if where == "headers":
-            case.headers = {**(case.headers or {}), "X-Account-Id": account["account_id"],
-                            "X-Api-Accesskey": account["api_accesskey"]}
+            case.headers["X-Account-Id"] = account["account_id"]
+            case.headers["X-Api-Accesskey"] = account["api_accesskey"]
         else:
+            assert isinstance(case.body, dict)  # get() gives "body" only for a JSON object body
             case.body["account_id"] = account["account_id"]
             case.body["api_accesskey"] = account["api_accesskey"]
 

@@ -33,7 +33,8 @@ def wallet_blocks() -> list[str]:
 
 
 def _json_documents(text: str) -> list:
-    decoder, out, pos = json.JSONDecoder(), [], 0
+    decoder, pos = json.JSONDecoder(), 0
+    out: list = []
     while True:
         while pos < len(text) and text[pos].isspace():
             pos += 1
