@@ -227,6 +227,7 @@ def test_non_json_plaintext_refused_without_leaking_it(merchant: tuple[bytes, by
     token = build_token(sample_payment_data(), merchant[1], chain, signing_time=NOW)
     key = serialization.load_pem_private_key(merchant[0], password=None)
     ephemeral = serialization.load_der_public_key(base64.b64decode(token["header"]["ephemeralPublicKey"]))
+    assert isinstance(key, ec.EllipticCurvePrivateKey) and isinstance(ephemeral, ec.EllipticCurvePublicKey)
     sym = wt.ec_v1_derive_key(key.exchange(ec.ECDH(), ephemeral), wt.merchant_id_hash(merchant_identifier=MERCHANT_ID))
     token["data"] = base64.b64encode(AESGCM(sym).encrypt(bytes(16), b"PAN 4111111111111111 {", None)).decode()
     # When decrypted; Then refused, with neither the message nor a chained exception carrying the plaintext
