@@ -48,7 +48,7 @@ OPC_ACCEPTED = re.compile(r"Unsupported content[ _]type (application/javascript|
 OPC_FATAL = re.compile(r"Unable to process schema|Attempted to generate duplicate|Failure to process|Recursive")
 
 sys.path.insert(0, str(ROOT / "clients" / "python"))
-from vault_hmac_auth import VaultHmacAuth  # noqa: E402  (clients/ is for integrators: not a package here)
+from vault_hmac_auth import VaultHmacAuth, VaultHmacPoolManager  # noqa: E402  (clients/ is for integrators: not a package here)
 
 
 def _run(cmd: list[str], *, cwd: Path | None = None, timeout: int = 900, env: dict[str, str] | None = None) -> str:
@@ -252,6 +252,16 @@ def test_openapi_generator_python_every_document_and_calls(runner: Runner) -> No
     with sec.ApiClient(sec.Configuration(host=runner.base_url)) as api_client:
         health = sec.TokenizationApi(api_client).healthcheck_tokenize()
         assert health.success is True and health.status == "ok", health
+        # signed at the pool manager (clients/python/vault_hmac_auth.py): the bytes its REST layer serialized
+        partner = runner.demo["partner"]
+        api_client.rest_client.pool_manager = VaultHmacPoolManager(api_client.rest_client.pool_manager,
+                                                                   partner["partnerId"], partner["hmacKey"])
+        validated = sec.PartnersApi(api_client).partner_validate(sec.PartnerValidateRequest(reference="og-1"))
+        assert validated.success is True and validated.reference == "og-1", validated
+        tokens = sec.TokenizationApi(api_client).tokenize(sec.TokenizeRequest.from_dict({
+            "templateRef": runner.demo["template"], "values": [{"name": "vault_token_card_number", "value": CARD}]}))
+        assert tokens is not None and tokens.success is True, tokens
+        assert re.fullmatch(r"424242[0-9]{6}4242", tokens.values[0].value) and tokens.values[0].value != CARD
 
 
 def _typescript() -> Path:

@@ -106,3 +106,33 @@ def test_the_auth_signs_the_exact_bytes_httpx_sends() -> None:
     empty, n5 = _sent()
     assert empty.content == b""
     assert len({n1, n2, n3, n4, n5}) == 5  # a fresh nonce per request
+
+
+def test_the_pool_manager_wrapper_signs_what_it_passes_on() -> None:
+    """openapi-generator's python clients: JSON text and URL-form fields are signed as the bytes passed to urllib3."""
+    from vault_hmac_auth import VaultHmacPoolManager
+
+    calls: list[tuple[str, str, bytes | None, dict[str, str]]] = []
+
+    class Pool:
+        def request(self, method: str, url: str, body: bytes | None = None, headers: dict[str, str] | None = None,
+                    **kwargs: object) -> str:
+            calls.append((method, url, body, dict(headers or {})))
+            return "answer"
+
+        def clear(self) -> str:
+            return "cleared"
+
+    pool = VaultHmacPoolManager(Pool(), "demo", KEY)
+    assert pool.request("POST", "http://vault.test/api/partner/validate?x=1", body='{"reference": "r"}',
+                        headers={"Content-Type": "application/json"}, preload_content=False) == "answer"
+    assert pool.request("POST", "http://vault.test/api/qsapi/3.8", fields=[("a", "1 2"), ("b", "&")],
+                        encode_multipart=False, headers={}) == "answer"
+    assert pool.clear() == "cleared"
+    for (_method, url, body, headers), path in zip(calls, ("/api/partner/validate", "/api/qsapi/3.8"), strict=True):
+        m = HEADER.fullmatch(headers["Authorization"])
+        assert m, headers
+        assert headers["Authorization"] == _readme_stdlib("demo", KEY, path, body or b"", m.group(1), int(m.group(2)))
+    assert calls[1][2] == b"a=1+2&b=%26" and calls[1][3]["Content-Type"] == "application/x-www-form-urlencoded"
+    with pytest.raises(ValueError):
+        pool.request("POST", "http://vault.test/x", fields=[("a", "1")])
