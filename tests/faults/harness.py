@@ -485,9 +485,10 @@ class Scenario:
             tx_key: dict[str, str] = {}
             per_key: dict[str, list[str]] = defaultdict(list)
             for t in txs:
-                key = amount_key.get(_cents(t))
-                tx_key[str(t["transaction_id"])] = key or "?"
-                per_key[key or "?"].append(str(t["transaction_id"]))
+                cents = _cents(t)
+                owner = amount_key.get(cents) if cents is not None else None
+                tx_key[str(t["transaction_id"])] = owner or "?"
+                per_key[owner or "?"].append(str(t["transaction_id"]))
             # (b) double charges
             for key, ids in per_key.items():
                 if len(ids) > 1:
@@ -512,11 +513,11 @@ class Scenario:
                     by_tx[tx].append(r)
                 for tx in tx_key:
                     rs = by_tx.get(tx, [])
-                    ids = {r["headers"].get("Vault-Delivery-Id") for r in rs}
+                    delivery_ids = {r["headers"].get("Vault-Delivery-Id") for r in rs}
                     if not any(r["status"] == 200 for r in rs):
                         v["postbacks_missing"].append(f"{tx}: {len(rs)} POSTs, none answered 2xx")
-                    if len(ids) > 1:
-                        v["postbacks_multiple_ids"].append(f"{tx}: delivery ids {sorted(map(str, ids))}")
+                    if len(delivery_ids) > 1:
+                        v["postbacks_multiple_ids"].append(f"{tx}: delivery ids {sorted(map(str, delivery_ids))}")
                     pairs = Counter((r["headers"].get("Vault-Delivery-Id"), r["headers"].get("Vault-Delivery-Attempt"))
                                     for r in rs)
                     for pair, n in pairs.items():
@@ -538,7 +539,8 @@ class Scenario:
         amount_key = {cents: key for key, cents in self.keys.items()}
         out: dict[str, list[str]] = defaultdict(list)
         for t in self.stack.approved_transactions(self.account["account_id"]):
-            key = amount_key.get(_cents(t))
+            cents = _cents(t)
+            key = amount_key.get(cents) if cents is not None else None
             if key:
                 out[key].append(str(t["transaction_id"]))
         return dict(out)
