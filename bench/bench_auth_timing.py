@@ -26,7 +26,7 @@ def _spread(medians: dict[str, float]) -> float:
     return round((max(medians.values()) - min(medians.values())) / min(medians.values()) * 100, 1)
 
 
-def _interleave(cases: dict[str, Callable[[], dict]], expect: dict[str, Callable[[dict], bool]],
+def _interleave(cases: dict[str, Callable[[], Callable[[], dict]]], expect: dict[str, Callable[[dict], bool]],
                 samples: int) -> dict[str, float]:
     times: dict[str, list[float]] = {name: [] for name in cases}
     for i in range(samples + 20):

@@ -116,7 +116,7 @@ def warm(endpoint: str) -> dict[str, Any]:
                 wall, cpu = time.perf_counter(), time.process_time()
                 ops[kind][name]()
                 samples[kind].append(((time.perf_counter() - wall) * 1000, (time.process_time() - cpu) * 1000))
-        row = {}
+        row: dict[str, Any] = {}
         for kind, values in samples.items():
             row[kind] = {"cpu_ms": round(statistics.mean(c for _, c in values), 3),
                          "wall_ms_median": round(statistics.median(w for w, _ in values), 3)}

@@ -35,7 +35,8 @@ def _ksn(counter: int) -> bytes:
 
 
 def _counters(n: int) -> list[int]:
-    out, c = [], 1
+    out: list[int] = []
+    c = 1
     while len(out) < n:
         if bin(c).count("1") <= 10:
             out.append(c)
@@ -47,6 +48,7 @@ def _run() -> dict:
     from bench.common import in_process_platform
     from tests.aws_calls import AwsCalls
     from tests.helpers import admin, api_event
+    from vaultcore.crypto.dukpt import Scheme
     from vaultcore.devices import simulator
     from vaultcore.devices.simulator import Card
 
@@ -54,7 +56,7 @@ def _run() -> dict:
     track1 = simulator.track1(card).decode("latin-1")
     track2 = simulator.track2(card).decode("latin-1")
     with in_process_platform() as platform:
-        admin(platform, "POST", "/admin/v1/bdks", {"bdk": simulator.DEFAULT_BDK["tdes"], "scheme": "tdes",
+        admin(platform, "POST", "/admin/v1/bdks", {"bdk": simulator.DEFAULT_BDK[Scheme.TDES], "scheme": "tdes",
                                                    "bdkId": "bench-tdes"})
         _, partner = admin(platform, "POST", "/admin/v1/partners", {"name": "bench", "apiSecurity": "hmac"})
         pid = partner["partnerId"]

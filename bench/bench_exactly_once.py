@@ -23,6 +23,7 @@ import tarfile
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from bench.common import ROOT
 
@@ -101,7 +102,7 @@ def main() -> dict:
 
     with tempfile.TemporaryDirectory(prefix="bench-exactly-once-") as tmp:
         previous = _previous_layer(Path(tmp))
-        result = {"sale_with_idempotency_key_and_postback": {}}
+        result: dict[str, Any] = {"sale_with_idempotency_key_and_postback": {}}
         for name, layer in (("retry_aware", ROOT / "layers" / "shared" / "python"), ("previous", previous)):
             server = MotoProcess()  # a fresh moto (with DynamoDB's atomicity) per version: equal table sizes
             try:

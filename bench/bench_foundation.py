@@ -23,7 +23,7 @@ def cold_imports() -> dict[str, object]:
     return out
 
 
-def warm_in_process(n: int = 300) -> dict[str, float]:
+def warm_in_process(n: int = 300) -> dict[str, float | str]:
     from tests.helpers import admin, api_event
     from vaultcore.auth.hmac_scheme import build_hmac_header
     from vaultcore.store.aws import ddb_calls, reset_ddb_calls

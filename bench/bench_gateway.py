@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import statistics
 import time
+from typing import Any
 
 from bench.common import ROOT, cold_import_ms, in_process_platform, percentile
 
@@ -44,9 +45,9 @@ def warm_in_process(n: int = 200) -> dict:
         def event(body, headers=None):
             return api_event("POST", "/api/qsapi/3.8", body, headers)
 
-        result = {"sale_card_auto_tokenized": _measure(platform, lambda i: event(sale), n),
-                  "sale_with_idempotency_key": _measure(
-                      platform, lambda i: event(sale, {"Idempotency-Key": f"bench-{i}"}), n)}
+        result: dict[str, Any] = {"sale_card_auto_tokenized": _measure(platform, lambda i: event(sale), n),
+                                  "sale_with_idempotency_key": _measure(
+                                      platform, lambda i: event(sale, {"Idempotency-Key": f"bench-{i}"}), n)}
         first = json.loads(platform.invoke("GatewayFunction", event(sale))["body"])
         _, _, report = call(platform, "ReportingFunction", "POST", "/api/rsapi/v1/transactions",
                             {**creds, "transaction_id": first["transaction_id"], "include_fields": "bfid"})

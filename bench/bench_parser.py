@@ -14,7 +14,7 @@ def _bare_dukpt_ms(scheme: str, n: int = 2000) -> float:
     from vaultcore.crypto import dukpt
     from vaultcore.devices import simulator
 
-    bdk = bytes.fromhex(simulator.DEFAULT_BDK[scheme])
+    bdk = bytes.fromhex(simulator.DEFAULT_BDK[dukpt.Scheme(scheme)])
     # worst case for TDES: 10 one-bits in the counter
     ksn = bytes.fromhex("FFFF9876543210E003FF" if scheme == "tdes" else "1234567890123456000003FF")
     t = time.perf_counter()
@@ -25,6 +25,7 @@ def _bare_dukpt_ms(scheme: str, n: int = 2000) -> float:
 
 def main() -> dict:
     from tests.helpers import admin, api_event
+    from vaultcore.crypto.dukpt import Scheme
     from vaultcore.devices import simulator
     from vaultcore.store.aws import ddb_calls, reset_ddb_calls
 
@@ -32,8 +33,9 @@ def main() -> dict:
     results: dict = {}
     with in_process_platform() as platform:
         _, partner = admin(platform, "POST", "/admin/v1/partners", {"name": "bench", "apiSecurity": "key"})
-        admin(platform, "POST", "/admin/v1/bdks", {"bdk": simulator.DEFAULT_BDK["tdes"], "scheme": "tdes", "bdkId": "b-tdes"})
-        admin(platform, "POST", "/admin/v1/bdks", {"bdk": simulator.DEFAULT_BDK["aes128"], "scheme": "aes128",
+        admin(platform, "POST", "/admin/v1/bdks", {"bdk": simulator.DEFAULT_BDK[Scheme.TDES], "scheme": "tdes",
+                                                    "bdkId": "b-tdes"})
+        admin(platform, "POST", "/admin/v1/bdks", {"bdk": simulator.DEFAULT_BDK[Scheme.AES128], "scheme": "aes128",
                                                     "bdkId": "b-aes"})
         for serial, dtype, bdk in (("T-tdes", "terminal", "b-tdes"), ("T-aes128", "terminal", "b-aes"),
                                    ("A-tdes", "audio-reader", "b-tdes"), ("A-aes128", "audio-reader", "b-aes")):

@@ -20,8 +20,12 @@ import time
 import urllib.request
 import uuid
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from bench.common import LAYER
+
+if TYPE_CHECKING:
+    from mypy_boto3_sqs.type_defs import SendMessageBatchRequestEntryTypeDef
 
 RECEIVER_MS = 50  # a merchant endpoint's own latency
 DYNAMODB_MS = 5  # a DynamoDB round trip from Lambda, for the second scenario
@@ -74,7 +78,7 @@ def _enqueue(platform, account: dict, n: int) -> None:
 
     sqs = boto3.client("sqs", region_name="us-east-1")
     for start in range(0, n, 10):
-        entries = []
+        entries: list[SendMessageBatchRequestEntryTypeDef] = []
         for i in range(start, min(n, start + 10)):
             tx = f"{i:012d}"
             message = {"delivery_id": str(uuid.uuid4()), "account_id": account["account_id"], "transaction_id": tx,

@@ -34,6 +34,7 @@ import json
 import statistics
 import sys
 import time
+from typing import Any
 
 from bench.common import LAYER, in_process_platform, percentile
 
@@ -97,20 +98,20 @@ class _AwsCalls:
     def __enter__(self) -> _AwsCalls:
         from botocore.client import BaseClient
 
-        self._original = original = BaseClient._make_api_call
+        self._original = original = BaseClient._make_api_call  # type: ignore[attr-defined]  # private: not in the stubs
         counter = self
 
         def counted(client, operation, params):  # noqa: ANN001, ANN202 - botocore's private signature
             counter.count += 1
             return original(client, operation, params)
 
-        BaseClient._make_api_call = counted
+        BaseClient._make_api_call = counted  # type: ignore[attr-defined]  # private: not in the stubs
         return self
 
     def __exit__(self, *exc: object) -> None:
         from botocore.client import BaseClient
 
-        BaseClient._make_api_call = self._original
+        BaseClient._make_api_call = self._original  # type: ignore[attr-defined]  # private: not in the stubs
 
 
 class _Views:
@@ -169,7 +170,7 @@ def _own_cpu(ctx: dict, kind: str, size_kb: int, n: int, modes: tuple[str, ...])
         claimed.add((partner_id, nonce))
         return True
 
-    samples = {m: {"cpu": [], "aws": [], "views": [], "phases": {}} for m in modes}
+    samples: dict[str, dict[str, Any]] = {m: {"cpu": [], "aws": [], "views": [], "phases": {}} for m in modes}
     roundtrip: list[float] = []
     entries = ctx["entries"]
     warm = 5
@@ -212,11 +213,11 @@ def _own_cpu(ctx: dict, kind: str, size_kb: int, n: int, modes: tuple[str, ...])
             assert figures["aws_calls"] == 0, "an AWS call was made with the SDK stubbed out"
         out[mode] = figures
     if kind == "json":
-        views = samples[modes[0]]["views"]
+        view_ms = samples[modes[0]]["views"]
         loads_dumps = _median(roundtrip, 4)
         out["json_loads_dumps_ms"] = loads_dumps
-        out["_views"] = {"request_view_ms": _median([v[0] for v in views], 4),
-                         "response_view_ms": _median([v[1] for v in views], 4)}
+        out["_views"] = {"request_view_ms": _median([v[0] for v in view_ms], 4),
+                         "response_view_ms": _median([v[1] for v in view_ms], 4)}
         phases = samples[modes[0]]["phases"]
         out["_forward"] = _median([p + a + r for p, a, r in zip(phases["parse"], phases["actions"],
                                                                   phases["prepare"], strict=True)])
@@ -311,10 +312,11 @@ def _response_tokenization(platform, target, pid: str, caller, entries: list[dic
     for name, response_actions in (("without", None), ("with", [{
             "type": "tokenization", "method": "tokenize", "templateRef": "BENCH",
             "authorization": {"type": "passthrough"}, "substitutions": [{**place, "fieldName": "c0"}]}])):
-        doc = {"proxy": {"authorization": {"type": "passthrough", "headerName": "X-Key"}, "method": "post",
-                         "target": target.url + "/echo",
-                         "logSettings": {"requestMasks": [{**place, "pattern": "allButFirstSixLastFour"}]}},
-               "actions": []}
+        doc: dict[str, Any] = {
+            "proxy": {"authorization": {"type": "passthrough", "headerName": "X-Key"}, "method": "post",
+                      "target": target.url + "/echo",
+                      "logSettings": {"requestMasks": [{**place, "pattern": "allButFirstSixLastFour"}]}},
+            "actions": []}
         if response_actions:
             doc["responseActions"] = response_actions
         status, body = admin(platform, "POST", f"/admin/v1/partners/{pid}/proxy-configurations", doc)

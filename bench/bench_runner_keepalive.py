@@ -36,12 +36,14 @@ def _time(conn_factory, n: int) -> float:
 def main(n: int = 200) -> dict:
     with runner_subprocess() as (base_url, _demo):
         host = urlsplit(base_url)
+        hostname, port = host.hostname, host.port
+        assert hostname is not None  # the runner's http://127.0.0.1:<port>
 
         def fresh() -> http.client.HTTPConnection:
-            return http.client.HTTPConnection(host.hostname, host.port, timeout=10)
+            return http.client.HTTPConnection(hostname, port, timeout=10)
 
         def kept() -> http.client.HTTPConnection:
-            return http.client.HTTPConnection(host.hostname, host.port, timeout=10)
+            return http.client.HTTPConnection(hostname, port, timeout=10)
 
         out = {"echo_1kb_keep_alive_median_ms": _time(kept, n),
                "echo_1kb_new_connection_median_ms (reference)": _time(fresh, n)}

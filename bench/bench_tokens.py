@@ -16,7 +16,8 @@ import os
 import statistics
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from functools import partial
 
 from bench.common import LAYER, in_process_platform, percentile
 
@@ -72,14 +73,18 @@ def engine_figures(n: int = 300) -> dict:
             # 3 digits cycle-walked take ~10 ms a call: fewer samples there
             count = max(40, n // 5) if (digits == 3 and version == 2) else n
             scopes = iter([os.urandom(12).hex() for _ in range(count + 1)])
-            samples = _samples_ms(lambda f=field, v=version, c=clear, s=scopes: tokenize_value(
-                key, next(s), f, c, bfid_version=v), count)
+
+            def tokenize_once(f: TemplateField = field, v: int = version, c: str = clear,
+                              s: Iterator[str] = scopes) -> str:
+                return tokenize_value(key, next(s), f, c, bfid_version=v)
+
+            samples = _samples_ms(tokenize_once, count)
             row[label] = {"construction": small_domain_construction(10**digits, version), **_summary(samples),
                           "samples": count}
         scope = os.urandom(12).hex()
         token = tokenize_value(key, scope, field, clear)
         row["now_bfid_v3"]["detokenize_median_ms"] = round(statistics.median(_samples_ms(
-            lambda f=field, t=token, s=scope: detokenize_value(key, s, f, t), n)), 4)
+            partial(detokenize_value, key, scope, field, token), n)), 4)
         row["speedup_median"] = round(row["cycle_walk_bfid_v2"]["median_ms"] / row["now_bfid_v3"]["median_ms"], 1)
         out[f"{digits}_digits"] = row
     return out
@@ -94,6 +99,10 @@ def _proxy_json_body(size: int) -> str:
     return json.dumps(doc)
 
 
+def _json_round_trip(text: str) -> str:
+    return json.dumps(json.loads(text))
+
+
 def masking_figures(n: int = 60) -> dict:
     """redact_text (the last layer of proxy log masking, run on request and response) per body size, beside
     json.loads + json.dumps of the same body (the target: at most 2x) and beside every pattern run with re.sub over
@@ -105,9 +114,9 @@ def masking_figures(n: int = 60) -> dict:
     for label, size in (("1KB", 1024), ("32KB", 32 * 1024), ("100KB", 100 * 1024)):
         body = _proxy_json_body(size)
         assert redact_text(body) == reference_redact_text(body) and "4000056655665556" not in redact_text(body)
-        mask = statistics.median(_samples_ms(lambda b=body: redact_text(b), n))
-        roundtrip = statistics.median(_samples_ms(lambda b=body: json.dumps(json.loads(b)), n))
-        before = statistics.median(_samples_ms(lambda b=body: reference_redact_text(b), max(5, n // 10)))
+        mask = statistics.median(_samples_ms(partial(redact_text, body), n))
+        roundtrip = statistics.median(_samples_ms(partial(_json_round_trip, body), n))
+        before = statistics.median(_samples_ms(partial(reference_redact_text, body), max(5, n // 10)))
         out[label] = {"bytes": len(body), "redact_text_ms": round(mask, 4), "json_loads_dumps_ms": round(roundtrip, 4),
                       "ratio_to_json": round(mask / roundtrip, 2), "re_sub_whole_text_ms": round(before, 3)}
     return out

@@ -56,14 +56,14 @@ def _install_recorder(recorded: list) -> None:
     """Record the calls (untimed runs only: importing botocore here would count against nothing)."""
     from botocore.client import BaseClient
 
-    original = BaseClient._make_api_call
+    original = BaseClient._make_api_call  # type: ignore[attr-defined]  # private: botocore-stubs leave it out
 
     def make_api_call(self, operation_name, api_params):
         recorded.append({"service": self.meta.service_model.service_name, "operation": operation_name,
                          "params": _jsonable(api_params)})
         return original(self, operation_name, api_params)
 
-    BaseClient._make_api_call = make_api_call
+    BaseClient._make_api_call = make_api_call  # type: ignore[attr-defined]  # private: botocore-stubs leave it out
     try:
         from vaultcore.store.aws_json import JsonServiceClient
     except ImportError:  # the naive handler's tree has no vaultcore
@@ -74,7 +74,7 @@ def _install_recorder(recorded: list) -> None:
         recorded.append({"service": self.service, "operation": operation, "params": _jsonable(dict(params))})
         return json_call(self, operation, params)
 
-    JsonServiceClient.call = call
+    JsonServiceClient.call = call  # type: ignore[method-assign]  # recording wrapper, on purpose
 
 
 def _status(out) -> object:
@@ -97,7 +97,7 @@ def main() -> int:
 
     # Diagnosis only (its figures are inflated by the profiler): COLD_START_PROFILE_DIR=<dir> writes the cProfile
     # of init and of the first request there.
-    profile_dir = os.environ.get("COLD_START_PROFILE_DIR") if name != "naive" else None
+    profile_dir = (os.environ.get("COLD_START_PROFILE_DIR") or "") if name != "naive" else ""
     profiler = None
     if profile_dir:
         import cProfile
@@ -106,6 +106,7 @@ def main() -> int:
         profiler.enable()
     started, cpu_started = time.perf_counter(), time.process_time()
     spec = importlib.util.spec_from_file_location("app", app_path)
+    assert spec is not None and spec.loader is not None  # a .py file path always has a source loader
     module = importlib.util.module_from_spec(spec)
     sys.modules["app"] = module
     spec.loader.exec_module(module)

@@ -23,6 +23,7 @@ between the function's whole first request and only the framework + SDK part of 
 import base64
 import json
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import boto3
@@ -86,7 +87,7 @@ def any_route() -> dict:
     body: dict = {}
     if app.current_event.body:
         parsed = parse(event=app.current_event.raw_event, model=Body, envelope=envelopes.ApiGatewayEnvelope)
-        body = parsed.model_dump() if parsed is not None else {}
+        body = parsed.model_dump() if isinstance(parsed, Body) else {}  # the envelope gives Body or None
     return work(body=body)
 
 
@@ -97,7 +98,7 @@ def record_handler(record: Any) -> None:
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
-def lambda_handler(event: dict, context: Any) -> dict:
+def lambda_handler(event: dict, context: Any) -> Mapping[str, Any]:
     if "Records" in event:
         return process_partial_response(event=event, record_handler=record_handler, processor=processor,
                                         context=context)
