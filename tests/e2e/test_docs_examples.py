@@ -78,7 +78,9 @@ def _excluded(rel: str, block: str) -> bool:
 def first_step() -> str:
     index = (DOCS / "index.md").read_text(encoding="utf-8")
     section = index[index.index("## The examples"):]
-    return re.search(r"```sh\n(.*?)```", section, re.S).group(1)
+    block = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert block is not None, "docs/index.md: no sh block under ## The examples"
+    return block.group(1)
 
 
 def runnable(rel: str) -> list[str]:
