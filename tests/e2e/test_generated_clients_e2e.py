@@ -322,3 +322,45 @@ main().catch((e) => { console.error(e); process.exit(1); });
     [value] = result["tokens"]["values"]
     assert result["tokens"]["success"] is True and re.fullmatch(r"424242[0-9]{6}4242", value["value"]), result
     assert value["value"] != CARD
+
+
+# ------------------------------------------------------------------------- docs/integrators/clients.md, as pasted
+PAGE = ROOT / "docs" / "integrators" / "clients.md"
+# What each shell example prints (a line of it, by a text only that example has).
+PAGE_EXPECTS = {
+    '"httpx-1"': ["{'success': True, 'reference': 'httpx-1'"],
+    "openapi-python-client generate": [],
+    "QsapiJsonRequest.from_dict(sale)": ["QsapiRequest True APPROVED", "QsapiJsonRequest True APPROVED",
+                                         '200 {"card":{"number":"4242424242424242"},"amount":10}'],
+    "-g typescript-fetch": [],
+    "VaultHmacPoolManager(client": ["True APPROVED"],
+    "tsc -p .local/ts-example": ["true 424242"],
+}
+
+
+def test_the_clients_page_examples_run_as_pasted(runner: Runner, tmp_path: Path) -> None:
+    """Every shell example of docs/integrators/clients.md, in order, from a directory laid out as the repository
+    (its openapi/, clients/ and .venv, a .local/demo.json of the session's runner), prints what the page says."""
+    tsc = _typescript()
+    _apt_install("java", "default-jre-headless")
+    text = PAGE.read_text(encoding="utf-8")
+    blocks = re.findall(r"```sh\n(.*?)```", text, re.S)
+    for name in ("openapi", "clients", ".venv"):
+        (tmp_path / name).symlink_to(ROOT / name)
+    (tmp_path / ".local").mkdir()
+    (tmp_path / ".local" / "demo.json").write_text(json.dumps(runner.demo))
+    (tmp_path / ".local" / "node-typescript").symlink_to(TS_PREFIX)
+    npm = (f"npm install --prefix .local/node-typescript --no-save typescript@{TYPESCRIPT_VERSION} "
+           f"@types/node@{TYPES_NODE_VERSION}\n")
+    assert tsc.exists() and npm in text  # the page pins what this test installed
+    ran = set()
+    for block in blocks:
+        if block.startswith("make run"):
+            continue  # the session's runner plays `make run`
+        script = block.replace(npm, "")
+        [key] = [k for k in PAGE_EXPECTS if k in block] or [block[:60]]
+        printed = _run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path, timeout=900)
+        for line in PAGE_EXPECTS[key]:
+            assert line in printed, f"{key}: {line!r} not in\n{printed[-3000:]}"
+        ran.add(key)
+    assert ran == set(PAGE_EXPECTS)
