@@ -351,7 +351,8 @@ def _schemas() -> dict[str, Any]:
             "reference": text(_REFERENCE, "The merchant's reference: 1-80 printable ASCII characters."),
             "amount": ref("Amount"),
             "paymentMethod": obj({"type": {"const": WALLET_TYPE},
-                                  "applePayToken": {"anyOf": [{"type": "string"}, {"type": "object"}],  # a type list: openapi-generator logs an error
+                                  # anyOf, not a type list: openapi-generator's normalizer logs an error on one
+                                  "applePayToken": {"anyOf": [{"type": "string"}, {"type": "object"}],
                                                     "description": "The wallet token: JSON text, base64 of it, or "
                                                                    "the object."}},
                                  ("type", "applePayToken"), closed=False),
