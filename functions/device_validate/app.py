@@ -1,5 +1,6 @@
 """POST /api/device/validate: wiring only; the logic is vaultcore.devices.validate."""
 
 from vaultcore.api.handler import api_handler
+from vaultcore.devices.validate import device_validate
 
-lambda_handler = api_handler("secure", "vaultcore.devices.validate:device_validate", aws=("dynamodb", "kms"))
+lambda_handler = api_handler("secure", device_validate, aws=("dynamodb", "kms"))

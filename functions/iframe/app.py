@@ -4,8 +4,6 @@ Wiring only; the logic is vaultcore.iframe (routes: vaultcore.iframe.routes).
 """
 
 from vaultcore.api.handler import api_handler
+from vaultcore.iframe.routes import route
 
-lambda_handler = api_handler("admin", "vaultcore.iframe.routes:route", aws=("dynamodb", "kms"),
-                             # imported by the routes on their usual paths: during init instead
-                             modules=("vaultcore.tokens.service", "vaultcore.gateway.accounts",
-                                      "vaultcore.iframe.capture", "vaultcore.iframe.page"))
+lambda_handler = api_handler("admin", route, aws=("dynamodb", "kms"))

@@ -3,8 +3,6 @@
 from vaultcore.postback.consumer import handle_batch
 from vaultcore.runtime import init
 
-# During Lambda init, not on the first batch: the clients, and what a delivery imports lazily (the account's
-# postback target, the egress client).
-init(modules=("vaultcore.gateway.accounts", "vaultcore.net.http"), aws=("dynamodb", "kms", "sqs"))
+init(aws=("dynamodb", "kms", "sqs"))  # during Lambda init, not on the first batch
 
 lambda_handler = handle_batch

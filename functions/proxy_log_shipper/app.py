@@ -4,7 +4,6 @@
 from vaultcore.proxy.log_shipping import ship
 from vaultcore.runtime import init
 
-# During Lambda init, not on the first delivery: the client, and what ship() imports lazily.
-init(modules=("vaultcore.settings", "vaultcore.store.ddb"), aws=("dynamodb",))
+init(aws=("dynamodb",))  # during Lambda init, not on the first delivery
 
 lambda_handler = ship

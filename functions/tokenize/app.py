@@ -4,8 +4,6 @@ Wiring only; the logic is vaultcore.tokens.api (tokenize, the dispatch by resour
 """
 
 from vaultcore.api.handler import api_handler
+from vaultcore.tokens.api import tokenization_route
 
-lambda_handler = api_handler("secure", "vaultcore.tokens.api:tokenization_route",
-                             aws=("dynamodb", "kms", "payment-cryptography-data@prod"),
-                             # imported by the dispatch on the other routes: during init instead
-                             modules=("vaultcore.tokens.endpoints",))
+lambda_handler = api_handler("secure", tokenization_route, aws=("dynamodb", "kms", "payment-cryptography-data@prod"))

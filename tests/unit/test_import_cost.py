@@ -8,8 +8,8 @@ init + first request against a naive handler."""
 
 from __future__ import annotations
 
+import ast
 import json
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -47,16 +47,23 @@ def _init(app: Path, **extra_env: str) -> dict:
 
 
 def _declared(app: Path) -> tuple[str | None, set[str], set[str]]:
-    """The route module, the AWS services and the extra modules app.py names."""
-    text = app.read_text()
-    route = re.search(r'api_handler\(\s*"\w+", "([\w.]+):', text)
-    aws = re.search(r"aws=\(([^)]*)\)", text)
-    modules = re.search(r"modules=\(([^)]*)\)", text)
-
-    def names(found: re.Match[str] | None) -> set[str]:
-        return set(re.findall(r'"([\w.-]+)"', found.group(1))) if found else set()
-
-    return (route.group(1) if route else None), names(aws), names(modules)
+    """The route's module (where the function handed to ``api_handler`` is imported from), the AWS services, and
+    the modules app.py imports explicitly for cold start (its plain ``import`` statements)."""
+    tree = ast.parse(app.read_text())
+    imported_from = {alias.asname or alias.name: node.module for node in ast.walk(tree)
+                     if isinstance(node, ast.ImportFrom) and node.module for alias in node.names}
+    modules = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    route, services = None, set()
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call) or not isinstance(call.func, ast.Name):
+            continue
+        if call.func.id == "api_handler" and len(call.args) == 2 and isinstance(call.args[1], ast.Name):
+            route = imported_from.get(call.args[1].id)
+        for keyword in call.keywords:
+            if call.func.id in ("api_handler", "init") and keyword.arg == "aws":
+                services = {ast.literal_eval(e) for e in keyword.value.elts} if isinstance(keyword.value, ast.Tuple) \
+                    else set()
+    return route, services, modules
 
 
 @pytest.mark.parametrize("app", APPS, ids=lambda p: p.parent.name)

@@ -1,8 +1,9 @@
 """What a function does during Lambda init, and the SnapStart runtime hooks.
 
 ``app.py`` (through :func:`vaultcore.api.handler.api_handler`, or directly) calls :func:`init` while Lambda imports
-it: the route's modules are imported and the AWS clients created then, not on the first request. Init runs with a
-full CPU, provisioned concurrency runs it ahead of traffic, and SnapStart snapshots its result.
+it, after its own imports (the route's modules, and what the route imports lazily on its usual path): the AWS
+clients are created then, not on the first request. Init runs with a full CPU, provisioned concurrency runs it
+ahead of traffic, and SnapStart snapshots its result.
 
 SnapStart clones one snapshot into many sandboxes, so nothing that must be unique or secret may be in it. The
 hooks (registered only where the runtime's ``snapshot_restore_py`` module exists, i.e. in Lambda's managed
@@ -17,7 +18,6 @@ python runtimes) make sure of that:
 from __future__ import annotations
 
 import gc
-import importlib
 import random
 import sys
 from collections.abc import Iterable
@@ -28,10 +28,8 @@ __all__ = ["init", "register_snapshot_hooks", "before_snapshot", "after_restore"
 _registered: list[Any] = []  # the snapshot_restore_py module the hooks went to (once per process)
 
 
-def init(modules: Iterable[str] = (), aws: Iterable[str] = ()) -> None:
-    """Import ``modules``, create the ``aws`` clients (vaultcore.store.aws) and register the snapshot hooks."""
-    for name in modules:
-        importlib.import_module(name)
+def init(aws: Iterable[str] = ()) -> None:
+    """Create the ``aws`` clients (vaultcore.store.aws) and register the snapshot hooks."""
     services = tuple(aws)
     if services:
         from vaultcore.store.aws import prewarm

@@ -1,12 +1,18 @@
 """Handler wiring: event → Request → route → Response, with the error mapping applied once.
 
-Handlers are ``lambda_handler = api_handler("secure", "vaultcore.devices.parser:decrypt_parser")``; routes are
-plain functions of a Request that return a Response or raise a VaultError. No route needs a try/except.
+Each ``functions/<name>/app.py`` imports its route like any module does and hands it over::
 
-The route is named as ``"module:function"`` (a callable is accepted too) and imported while Lambda imports
-``app.py``, with the AWS clients the function uses (``aws=``, created by vaultcore.runtime.init): init has a full
-CPU and SnapStart snapshots it, so the first request pays for neither (bench/bench_cold_start.py measures init
-plus the first request).
+    from vaultcore.api.handler import api_handler
+    from vaultcore.devices.parser import decrypt_parser
+
+    lambda_handler = api_handler("secure", decrypt_parser, aws=("dynamodb", "kms"))
+
+Routes are plain functions of a Request that return a Response or raise a VaultError. No route needs a try/except.
+
+Everything is imported and the AWS clients the function uses (``aws=``, created by vaultcore.runtime.init) are
+created while Lambda imports ``app.py``: init has a full CPU and SnapStart snapshots it, so the first request pays
+for neither (bench/bench_cold_start.py measures init plus the first request). What a route imports lazily on its
+usual path, app.py imports explicitly, saying why.
 """
 
 from __future__ import annotations
@@ -21,8 +27,9 @@ from vaultcore.api.responses import error_response, internal_error_response
 from vaultcore.errors import AuthenticationFailed, VaultError
 from vaultcore.logs import clear_request_context, get_logger, set_request_context
 from vaultcore.metrics import flush as flush_metrics
+from vaultcore.runtime import init
 
-__all__ = ["api_handler", "resolve_route", "Route"]
+__all__ = ["api_handler", "Route"]
 
 Route = Callable[[Request], Response]
 _log = get_logger("api")
@@ -40,27 +47,11 @@ def _reference_of(request: Request) -> str | None:
         return None
 
 
-def resolve_route(route: Route | str) -> Route:
-    if callable(route):
-        return route
-    module_name, _, attribute = route.partition(":")
-    import importlib
-
-    return getattr(importlib.import_module(module_name), attribute)  # type: ignore[no-any-return]
-
-
-# Imported lazily on every API request (the request gate's JSON limits): imported during init instead.
-_EVERY_REQUEST = ("vaultcore.net.payloads",)
-
-
-def api_handler(family: str, route_ref: Route | str, *, aws: tuple[str, ...] = (), modules: tuple[str, ...] = ()
+def api_handler(family: str, route: Route, *, aws: tuple[str, ...] = ()
                 ) -> Callable[[dict[str, Any], Any], dict[str, Any]]:
-    """The Lambda handler of one route. While ``app.py`` is imported (Lambda init): the route's module, then
-    ``modules`` (what the route imports lazily on its usual path), are imported and the ``aws`` clients created."""
-    from vaultcore.runtime import init
-
-    route = resolve_route(route_ref)
-    init(modules=_EVERY_REQUEST + modules, aws=aws)
+    """The Lambda handler of one route of the API ``family`` (its error format). Called while ``app.py`` is
+    imported (Lambda init): the ``aws`` clients are created then."""
+    init(aws=aws)
 
     def lambda_handler(event: dict[str, Any], context: Any) -> dict[str, Any]:
         try:

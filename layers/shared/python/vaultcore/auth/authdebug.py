@@ -37,6 +37,7 @@ from vaultcore.auth.hmac_scheme import (
 )
 from vaultcore.errors import NotFound
 from vaultcore.settings import settings
+from vaultcore.store.nonces import nonce_seen
 
 __all__ = ["authdebug"]
 
@@ -92,8 +93,6 @@ def _pem_header(value: str | None, private: bool) -> str | None:
 
 
 def _nonce_seen(partner_id: str, nonce: str, now: int) -> bool:
-    from vaultcore.store.nonces import nonce_seen
-
     return nonce_seen(partner_id, nonce, now)
 
 

@@ -28,12 +28,14 @@ from typing import Any
 from vaultcore import clock
 from vaultcore.cards.brand import AMEX, BRAND_LENGTHS, UNKNOWN, detect_brand
 from vaultcore.cards.luhn import luhn_valid
+from vaultcore.gateway.accounts import load_account
 from vaultcore.iframe import configs, instances
 from vaultcore.iframe.errors import METHOD_NOT_ALLOWED, SUBMISSION_INVALID, TOKEN_INVALID, IframeError
 from vaultcore.logs import get_logger
 from vaultcore.settings import settings
 from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import ConditionFailed, aws_errors, to_item
+from vaultcore.tokens.service import tokenize_values
 
 __all__ = ["FIELDS", "submit", "check_card", "check_bank"]
 
@@ -154,9 +156,7 @@ def _bind(partner_id: str, etoken: str, binding: dict[str, Any]) -> None:
 
 def submit(token: Any, body: Any, writer: str) -> dict[str, Any]:
     """One submission of the bearer ``token`` (module docstring); the result ``submit()`` resolves with."""
-    from vaultcore.gateway.accounts import load_account
     from vaultcore.gateway.processor import gateway_brand
-    from vaultcore.tokens.service import tokenize_values
 
     instance, config = instances.live_instance(token)
     if not isinstance(body, dict):

@@ -26,6 +26,8 @@ from typing import Any
 from vaultcore import clock
 from vaultcore.api.http import Request, Response, json_response
 from vaultcore.errors import AuthenticationFailed, MethodNotAllowed, NotFound
+from vaultcore.gateway.accounts import authenticate
+from vaultcore.gateway.errors import GatewayError
 from vaultcore.iframe import capture, configs, instances, page
 from vaultcore.iframe.errors import BODY_INVALID, IframeError
 
@@ -39,9 +41,6 @@ _JS = {"Content-Type": "application/javascript; charset=utf-8", "Cache-Control":
 def authenticate_basic(request: Request) -> Any:
     """The gateway account of ``Authorization: Basic base64(account_id:api_accesskey)``; the path's account must
     be it. Every failure is the same 1003 (the gateway's own checks: constant time, decoy reads)."""
-    from vaultcore.gateway.accounts import authenticate
-    from vaultcore.gateway.errors import GatewayError
-
     header = request.header("authorization") or ""
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "basic" or not token or len(token) > 400:

@@ -29,6 +29,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from vaultcore.settings import settings
+from vaultcore.store.aws import dynamodb
+from vaultcore.store.ddb import aws_errors, to_item
+
 __all__ = ["MARKER", "emit", "ship", "add_listener", "remove_listener", "decode_subscription_event",
            "MAX_LINE_BYTES"]
 
@@ -89,10 +93,6 @@ def decode_subscription_event(event: dict[str, Any]) -> list[dict[str, Any]]:
 
 def ship(event: dict[str, Any], _context: Any = None) -> dict[str, int]:
     """ProxyLogShipperFunction: store every item of one subscription delivery (BatchWriteItem, 25 a call)."""
-    from vaultcore.settings import settings
-    from vaultcore.store.aws import dynamodb
-    from vaultcore.store.ddb import aws_errors, to_item
-
     items = decode_subscription_event(event)
     table = settings().proxy_logs_table
     unique = {(i.get("partnerId"), i.get("logId")): i for i in items if i.get("partnerId") and i.get("logId")}

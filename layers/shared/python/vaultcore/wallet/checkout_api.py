@@ -37,6 +37,7 @@ from vaultcore.errors import VaultError
 from vaultcore.gateway.currencies import is_currency, minor_units
 from vaultcore.logs import get_logger
 from vaultcore.wallet import settings as wallet_settings
+from vaultcore.wallet.merchants import authenticate_merchant
 
 __all__ = ["checkout_route", "payment_methods", "payments", "WALLET_TYPE", "CARD_BRANDS", "CHECKOUT_ERRORS"]
 
@@ -79,8 +80,6 @@ def _credentials(request: Request, body: dict[str, Any]) -> tuple[Any, Any]:
 
 
 def _authenticate(request: Request, body: dict[str, Any]) -> Any:
-    from vaultcore.wallet.merchants import authenticate_merchant
-
     return authenticate_merchant(*_credentials(request, body))
 
 

@@ -48,6 +48,7 @@ from vaultcore.gateway.errors import E
 from vaultcore.logs import get_logger
 from vaultcore.wallet import settings as wallet_settings
 from vaultcore.wallet.errors import W, WalletError
+from vaultcore.wallet.merchants import authenticate_merchant
 
 __all__ = ["get_wallet_pay_session", "request_session", "runner_ca_file", "SESSION_ERRORS", "VALIDATION_URL_ENV",
            "VALIDATION_CA_ENV"]
@@ -211,8 +212,6 @@ def _text(body: dict[str, Any], name: str, high: int) -> str:
 
 
 def get_wallet_pay_session(request: Request) -> Response:
-    from vaultcore.wallet.merchants import authenticate_merchant
-
     body = request.json()
     if not isinstance(body, dict):
         raise WalletError(E.BODY, "The request body must be one JSON object.", status=400)
