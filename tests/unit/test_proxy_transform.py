@@ -13,9 +13,9 @@ from vaultcore.devices.parser import read_terminal_plaintext
 from vaultcore.devices.simulator import Card
 from vaultcore.net.ssrf import EgressPolicy
 from vaultcore.proxy import errors as E
+from vaultcore.proxy.actions import ActionRunner, _convert, _rounds, _typed_like
 from vaultcore.proxy.config import MaskSpec, parse_document
 from vaultcore.proxy.logs import Scrubber, clear_mask, masked_view
-from vaultcore.proxy.actions import ActionRunner, _convert, _rounds, _typed_like
 from vaultcore.proxy.transform import (
     Body,
     Headers,
