@@ -344,28 +344,52 @@ def _same(a: str, b: str) -> bool:
 
 @deadline.budgeted(PATTERN_BUDGET)  # one budget for all of the request's pattern work (README, 8109)
 def handle_proxy(request: Request) -> Response:
-    """The route of ProxyFunction (family ``proxy``)."""
+    """The route of ProxyFunction (family ``proxy``): one exchange, in the steps of the module docstring.
+
+    The first two steps store nothing: until the caller is known to own the configuration, no log entry is
+    written under a partner's name. From the third on, :meth:`_Exchange.run` stores the exchange whatever its
+    outcome."""
+    timer = _Clock()
+    caller, reference = _authenticate(request, timer)
+    config = _load_configuration(caller, reference, timer)
+    return _Exchange(config, caller.partner, request, timer).run()
+
+
+def _authenticate(request: Request, timer: _Clock) -> tuple[Any, str]:
+    """Step 1: the partner from ``Authorization`` (HMAC, or Basic for key-security partners: any failure is the
+    uniform 8003/401), and the configuration reference the path names. The path's partner must be the
+    authenticated one (8004), compared in constant time: a caller learns nothing about other partners' ids."""
+    # Lazy: the management API imports this module (dry runs) and never authenticates a partner; the proxy
+    # function imports it during init (functions/proxy/app.py).
     from vaultcore.auth.authenticator import authenticate_header
 
-    timer = _Clock()
     with timer.phase("auth"):
         caller = authenticate_header(request)
         partner_id, reference = _path_ids(request)
         if not _same(partner_id, caller.partner_id):
             raise E.proxy_denied()
+    return caller, reference
+
+
+def _load_configuration(caller: Any, reference: str, timer: _Clock) -> ProxyConfig:
+    """Step 2: the caller's configuration. One that does not exist is refused with the same 8004 as another
+    partner's path, so that no caller can learn which references exist. The item is cached per container and its
+    compiled form per version (:func:`load_config`): an update is never served half old, half new."""
     with timer.phase("config"):
         config = load_config(caller.partner_id, reference)
     if config is None:
         raise E.proxy_denied()
-    return _Exchange(config, caller.partner, request, timer).run()
+    return config
 
 
 class _Exchange:
+    """Steps 3 to 7 of one exchange (the module docstring), on one configuration for one authenticated partner.
+    What each step learns is kept here, so that the log (step 7) can show as much as was reached, masked."""
+
     def __init__(self, config: ProxyConfig, partner: Any, request: Request, timer: _Clock) -> None:
         self.config, self.partner, self.request, self.timer = config, partner, request, timer
         self.message: Message | None = None
         self.runner = ActionRunner(config, partner.partner_id, request.headers)
-        self.url: str | None = None
         self.redact: set[str] = set()
         self.target_response: Any = None
         #: The target's answer after the response actions (None without response actions or when they failed).
@@ -376,8 +400,10 @@ class _Exchange:
         self._view_scrubbed = 0  # how many of runner.sensitive the request view was scrubbed with
 
     def run(self) -> Response:
+        """The exchange's steps, then its log entry whatever their outcome: a refused or failed exchange is stored
+        too, with the code the partner received (a 5xx as 8001, never its cause)."""
         try:
-            response = self._run()
+            response = self._steps()
         except VaultError as exc:
             status = 401 if isinstance(exc, AuthenticationFailed) else (500 if exc.status >= 500 else exc.status)
             code = E.PERMISSION_DENIED if isinstance(exc, PermissionDenied) else (
@@ -390,50 +416,100 @@ class _Exchange:
         self._record(response.status, None)
         return response
 
-    def _run(self) -> Response:
-        config = self.config
+    def _steps(self) -> Response:
+        """Steps 3 to 6 in order; a step that refuses raises, and nothing after it happens (:meth:`run` logs it)."""
+        self._authorize()
+        message = self._transform_request()
+        self._check_egress()
+        url, headers, body = self._prepare_forward(message)
+        self._mask_request_log(body)
+        target = self._forward(url, headers, body)
+        if not self.config.response_actions:
+            return TargetResponse(target.status, target.body, _partner_headers(
+                self.config, self.runner, [(n.lower(), v) for n, v in target.headers]))
+        return self._apply_response_actions(target)
+
+    def _authorize(self) -> None:
+        """Step 3: each basic/hmac authorization of the configuration must still carry the partner's live
+        credentials. A rotated or revoked credential stops the configuration (8004) instead of letting it go on
+        acting for the partner with a secret the partner no longer holds."""
         with self.timer.phase("config"):
-            _authorize(config, self.partner)
+            _authorize(self.config, self.partner)
+
+    def _transform_request(self) -> Message:
+        """Step 4: the body parsed by its ``Content-Type`` (bounded; any DOCTYPE refused), then the request
+        actions over it, in order. The message is kept before it is parsed, so that the log shows what was
+        received even when parsing or an action fails."""
         with self.timer.phase("parse"):
             self.message = message = _incoming_message(self.request)
             message.body.parse()
         with self.timer.phase("actions"):
             self.runner.run(message)
+        return message
+
+    def _check_egress(self) -> None:
+        """Step 5, before anything is prepared: the configuration's target against the egress policy. A stored
+        configuration is compiled leniently (``parse_document(stored=True)``): a target the current policy refuses
+        keeps the configuration readable by the management API and is refused here, on every request (8110). The
+        DNS check and the pinned address come when the request is sent (:mod:`vaultcore.net.http`)."""
         with self.timer.phase("prepare"):
-            if config.parsed_target is None:
-                raise E.ProxyError(f"The target is refused by the egress policy: {config.target_error}",
+            if self.config.parsed_target is None:
+                raise E.ProxyError(f"The target is refused by the egress policy: {self.config.target_error}",
                                    code=E.TARGET_REFUSED)
+
+    def _prepare_forward(self, message: Message) -> tuple[str, list[tuple[str, str]], bytes]:
+        """The request as the target will receive it: the transformed body; the caller's headers without the
+        hop-by-hop ones, the platform's credentials and what identifies the caller (``_DROP_HEADERS``); the
+        configuration's own authorization of the target (``proxy.authorization``, whose header the log redacts);
+        the query string appended to the target URL."""
+        with self.timer.phase("prepare"):
             body = message.body.to_bytes()
             headers = _forward_headers(self.request.headers, message)
-            auth_headers, self.redact = _target_auth(config, self.request, message, body)
+            auth_headers, self.redact = _target_auth(self.config, self.request, message, body)
             headers.extend(auth_headers)
-            self.url = _target_url(config, message.query)
+            url = _target_url(self.config, message.query)
+        return url, headers, body
+
+    def _mask_request_log(self, body: bytes) -> None:
+        """Step 7's first half, before forwarding: the request's log masks run now, on what is forwarded (its tree
+        borrowed, their writes undone). Their pattern work shares the request's budget, and a request whose log
+        cannot be masked in time is refused (8109), not forwarded: an exchange is not made if it cannot be
+        logged masked."""
         with self.timer.phase("log"):
-            # The request's log masks run now, on what is forwarded (its tree borrowed, their writes undone): their
-            # pattern work shares the request's budget, and a request whose log cannot be masked in time is
-            # refused, not forwarded.
             view = self._request_view(None, body)
         if "maskError" in view:
             raise E.ProxyError(f"{view['maskError']['message'].rstrip('.')} (requestMasks). The request was not "
                                f"forwarded.", code=E.REGEX_TIMEOUT)
+
+    def _forward(self, url: str, headers: list[tuple[str, str]], body: bytes) -> Any:
+        """Step 5: the request to the target through the egress client (:func:`_send`: DNS check and pinned
+        address, no redirects, 25 s in all, 1 MiB out, 4 MiB in). The answer is kept on the exchange first, so
+        that the log has it whatever the response actions make of it."""
         with self.timer.phase("target"):
-            self.target_response = target = _send(config, self.url, headers, body)
-        if not config.response_actions:
-            return TargetResponse(target.status, target.body,
-                                  _partner_headers(config, self.runner, [(n.lower(), v) for n, v in target.headers]))
+            self.target_response = target = _send(self.config, url, headers, body)
+        return target
+
+    def _apply_response_actions(self, target: Any) -> Response:
+        """Step 6: the response actions over the target's answer before the partner sees it (tokens in place of
+        what the target sent back, under the exchange's bfid; :mod:`vaultcore.proxy.response_actions`). A failure
+        is remembered (8117/8118, or 8001 for a token store outage) so that the log masks every response-action
+        place either way."""
         with self.timer.phase("response"):
             answer = response_actions.response_message(target.headers, target.body)
             try:
                 response_actions.run(self.runner, answer, target.status)
             except Exception as exc:
-                # 8117/8118, or 8001 (a token store outage): the log masks every response-action place either way
                 self.response_failed = exc.code if isinstance(exc, E.ProxyError) else E.INTERNAL
                 raise
             self.response_message = answer
             return TargetResponse(target.status, answer.body.to_bytes(),
-                                  _partner_headers(config, self.runner, answer.headers.items()))
+                                  _partner_headers(self.config, self.runner, answer.headers.items()))
 
     def _record(self, status: int, error: dict[str, Any] | None) -> None:
+        """Step 7: the masked exchange, stored in ProxyLogs (:func:`vaultcore.proxy.logs.record`: one line on
+        stdout, no AWS call on the request path), its durations as a metric, and one container log line with ids,
+        status and code, never a value. An exchange that cannot be masked is stored without its request and
+        response (fail closed), never unmasked."""
         config = self.config
         with self.timer.phase("log"):
             now = clock.now()
