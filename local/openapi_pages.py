@@ -127,7 +127,7 @@ class _Renderer:
 
     def codes(self, schema: dict[str, Any]) -> str:
         rows = "".join(f"<tr><td class=mono>{code}</td><td>{_md(meaning)}</td></tr>"
-                       for code, meaning in zip(schema.get("x-known-values", schema.get("enum")),
+                       for code, meaning in zip(schema.get("x-known-values", schema.get("enum")) or (),
                                                 schema["x-enum-descriptions"], strict=True))
         return f"<table><tr><th>code</th><th>meaning</th></tr>{rows}</table>"
 
@@ -156,7 +156,7 @@ class _Renderer:
             media = ", ".join(f"<code>{html.escape(m)}</code>" for m in body.get("content", {}))
             out.append(f"<h4>Request body{' (required)' if body.get('required') else ''}: {media}</h4>"
                        f"<p class=desc>{_md(body.get('description'))}</p>")
-            first = next(iter(body.get("content", {}).values()), {})
+            first: dict[str, Any] = next(iter(body.get("content", {}).values()), {})
             out.append(self.table(first.get("schema", {})))
         out.append("<h4>Responses</h4><table><tr><th>status</th><th>description</th><th>body</th></tr>")
         for status, resp in op.get("responses", {}).items():

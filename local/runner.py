@@ -31,7 +31,7 @@ import uuid
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlsplit
 
 from local.env_file import write_env_file
@@ -47,6 +47,10 @@ from local.template import (
     render,
     resolver,
 )
+
+if TYPE_CHECKING:
+    from moto.server import ThreadedMotoServer
+    from mypy_boto3_sqs.type_defs import DeleteMessageBatchRequestEntryTypeDef
 
 SQS_CONCURRENT_BATCHES = 5  # batches of one SQS event source in flight at once (Lambda's initial concurrency)
 
@@ -112,7 +116,7 @@ class Platform:
         self.sqs_sources: list[dict[str, Any]] = []
         self.queue_urls_by_arn: dict[str, str] = {}
         self.schedules: list[dict[str, Any]] = []
-        self.moto = None
+        self.moto: ThreadedMotoServer | None = None
         self.reuse_resources = False  # --aws-endpoint: create only what the endpoint does not hold yet
         self._stop = threading.Event()
 
@@ -166,7 +170,9 @@ class Platform:
         queues.sort(key=lambda nr: "RedrivePolicy" in nr[1].get("Properties", {}))
         for name, res in queues:
             props = resolve(res.get("Properties", {}))
-            attributes = {k: str(props[k]) for k in ("VisibilityTimeout", "MessageRetentionPeriod") if k in props}
+            # Keys typed Any: the SQS stubs want a Literal of attribute names; these come from the template.
+            attributes: dict[Any, str] = {k: str(props[k]) for k in ("VisibilityTimeout", "MessageRetentionPeriod")
+                                          if k in props}
             if "RedrivePolicy" in props:
                 policy = dict(props["RedrivePolicy"])
                 if self.max_receive_count:  # runner-only override, so tests reach the DLQ quickly
@@ -391,7 +397,7 @@ class Platform:
                 messages.extend(more)
                 if not more:
                     time.sleep(0.05)
-            records = [{
+            records: list[dict[str, Any]] = [{
                 "messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
                 "attributes": m.get("Attributes", {}),
                 "messageAttributes": {k: {"stringValue": v.get("StringValue"), "dataType": v.get("DataType")}
@@ -409,8 +415,9 @@ class Platform:
                 # visible again later.
                 print(f"sqs handler error: {type(exc).__name__}", file=sys.stderr)
                 failed = {r["messageId"] for r in records}
-            done = [{"Id": str(i), "ReceiptHandle": r["receiptHandle"]}
-                    for i, r in enumerate(records) if r["messageId"] not in failed]
+            done: list[DeleteMessageBatchRequestEntryTypeDef] = [
+                {"Id": str(i), "ReceiptHandle": r["receiptHandle"]} for i, r in enumerate(records)
+                if r["messageId"] not in failed]
             if done:
                 sqs.delete_message_batch(QueueUrl=url, Entries=done)
 
@@ -545,7 +552,7 @@ def start(port: int, environment: str = "cert", state_dir: Path | None = None, s
     platform = Platform(environment, state_dir, env_overrides, max_receive_count)
     # --aws-endpoint: a moto (or DynamoDB/SQS/KMS stand-in) started elsewhere keeps its state across runners
     external = aws_endpoint is not None
-    aws_endpoint = platform.use_endpoint(aws_endpoint) if external else platform.start_moto()
+    aws_endpoint = platform.use_endpoint(aws_endpoint) if aws_endpoint is not None else platform.start_moto()
     platform.create_resources()
     from local import wallet_vendor  # runner only: the wallet vendor's merchant session endpoint, over mutual TLS
 

@@ -10,13 +10,14 @@ from local.seed_gateway import seed_gateway
 from local.seed_proxy import seed_proxy
 from local.seed_tokens import seed_tokens
 from local.seed_wallet import seed_wallet
+from vaultcore.crypto.dukpt import Scheme
 from vaultcore.devices.simulator import DEFAULT_BDK
 
 __all__ = ["DEMO_BDK", "DEMO_AES_BDK", "admin", "seed"]
 
 # The reader vendors' published demo BDK (ANSI X9.24-1 test key), the simulator's default for each scheme.
-DEMO_BDK = DEFAULT_BDK["tdes"]
-DEMO_AES_BDK = DEFAULT_BDK["aes128"]
+DEMO_BDK = DEFAULT_BDK[Scheme.TDES]
+DEMO_AES_BDK = DEFAULT_BDK[Scheme.AES128]
 
 
 def seed(base_url: str) -> dict[str, Any]:

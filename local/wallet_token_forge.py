@@ -188,7 +188,6 @@ def make_test_chain(
         root = new_root(name, valid_from=valid_from, valid_until=valid_until)
     root_cert, root_key = _load_ca(*root)
     inter_key, leaf_key = (ec.generate_private_key(ec.SECP256R1()) for _ in range(2))
-    window = {"valid_from": valid_from, "valid_until": valid_until}
     intermediate = issue_certificate(
         f"{name} Integration CA",
         inter_key,
@@ -197,7 +196,8 @@ def make_test_chain(
         ca=True,
         path_length=0,
         marker_oid=OID_INTERMEDIATE_MARKER if intermediate_oid else None,
-        **window,
+        valid_from=valid_from,
+        valid_until=valid_until,
     )
     leaf = issue_certificate(
         f"{name} Signer",

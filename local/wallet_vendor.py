@@ -164,7 +164,8 @@ class VendorStandIn:
             return self.status, {"statusCode": str(self.status), "statusMessage": "Payment Services Exception"}
         if not isinstance(body, dict):
             return 400, {"statusCode": "400", "statusMessage": "Payment Services Exception: malformed request"}
-        merchant, display = body.get("merchantIdentifier"), body.get("displayName")
+        merchant: Any = body.get("merchantIdentifier")  # compared with the certificate's merchant below
+        display = body.get("displayName")
         initiative, context = body.get("initiative"), body.get("initiativeContext")
         if merchant != merchant_id:
             return 400, {"statusCode": "400", "statusMessage": "Payment Services Exception: merchantIdentifier "
