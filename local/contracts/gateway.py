@@ -436,7 +436,7 @@ def build() -> dict[str, Any]:
             **_internal(),
         },
     }
-    credentials = [{"accountId": [], "apiAccesskey": []}, {}]
+    credentials: list[dict[str, list[str]]] = [{"accountId": [], "apiAccesskey": []}, {}]
     paths: dict[str, Any] = {
         "/api/qsapi/3.8": {"post": qsapi},
         "/api/rsapi/v1/transactions": {"post": {

@@ -85,7 +85,7 @@ def _errors(*statuses: int) -> dict[str, Any]:
 
 
 def paths() -> dict[str, Any]:
-    basic = [{"accountBasic": []}]
+    basic: list[dict[str, list[str]]] = [{"accountBasic": []}]
     account = parameter("account_id", "path", "The account (the Basic user).", text("[0-9]{12}"))
     config_id = parameter("id", "path", "The configuration id.", {"type": "string"})
     common = (400, 401, 413, 500)

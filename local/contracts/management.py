@@ -28,7 +28,7 @@ S = {"type": "string"}
 I = {"type": "integer"}  # noqa: E741
 B = {"type": "boolean"}
 # What vaultcore.proxy.config's _string accepts: not empty, not only white space.
-_NB = {"minLength": 1, "pattern": pc.NON_BLANK.pattern}
+_NB: dict[str, Any] = {"minLength": 1, "pattern": pc.NON_BLANK.pattern}
 
 
 def _place_rules(sources: tuple[str, ...]) -> list[dict[str, Any]]:

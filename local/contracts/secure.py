@@ -234,9 +234,9 @@ def build() -> dict[str, Any]:
         "clientId": nullable(CLIENT_ID),
     }, ("serial",), closed=False, description="Unknown members are ignored.")
     schemas["AuthDebugResponse"] = _authdebug_schema()
-    header_security = [{"hmac": []}, {"basic": []}]
-    body_security = [{"hmac": []}, {"basic": []}, {}]
-    paths = {
+    header_security: list[dict[str, list[str]]] = [{"hmac": []}, {"basic": []}]
+    body_security: list[dict[str, list[str]]] = [{"hmac": []}, {"basic": []}, {}]
+    paths: dict[str, Any] = {
         "/api/partner/validate": {"post": {
             "operationId": "partnerValidate", "tags": ["partners"], "summary": "Prove the partner's credentials",
             "description": "HMAC (or Basic for key-security partners). The body is optional.",
@@ -282,7 +282,7 @@ def build() -> dict[str, Any]:
                          "the gateway's read step only. Not 0, 1 or 2: 3022. The query string is not part of the "
                          "HMAC signature (the canonical resource is the path).",
         {"type": "string", "enum": ["0", "1", "2"]})] + DEVICE_HEADERS
-    signed = {"security": header_security, "tags": ["tokenization"]}
+    signed: dict[str, Any] = {"security": header_security, "tags": ["tokenization"]}
     paths["/api/tokenization/detokenize"] = {"post": {
         "operationId": "detokenize", **signed, "summary": "Clear values of tokens issued under a bfid",
         "description": "Allowed when the partner holds the detokenize permission (3040, HTTP 403; management API) "
@@ -338,7 +338,7 @@ def build() -> dict[str, Any]:
                            "container (no partner key) and the Tokens table answers one read. Reveals nothing.",
             "responses": {"200": response("Healthy.", ref("HealthResponse")),
                           "500": response("Unhealthy (errCode 1).", ref("SecureError"))}}}
-    authdebug = {
+    authdebug: dict[str, Any] = {
         "tags": ["authdebug"], "summary": "Explain an Authorization header (certification environment only)",
         "description": "Reads no key from any store: the key is `secret` unless the `key` header overrides it; RSA "
                        "uses a fixed published key pair unless `publicKey`/`privateKey` override it. Never "
