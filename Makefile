@@ -37,8 +37,9 @@ sam-local-build: venv
 
 lint: venv
 	$(VENV)/bin/ruff check .
-	# The shipped code (the shared layer and the functions) type-checks as pyproject.toml configures mypy.
-	$(VENV)/bin/mypy layers/shared/python/vaultcore functions
+	# Everything type-checks as pyproject.toml configures mypy: the shipped code (the shared layer, the functions),
+	# the integrators' signing helper, the local runner, the benchmarks and the tests.
+	$(VENV)/bin/mypy layers/shared/python/vaultcore functions clients/python local bench tests
 
 unit: venv
 	$(VENV)/bin/pytest -q tests/unit
