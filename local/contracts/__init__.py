@@ -1,4 +1,4 @@
-"""The OpenAPI 3.1 documents of the six APIs (README "API contracts"), generated from the code's own tables.
+"""The OpenAPI 3.1 documents of the six APIs (docs/integrators/openapi.md; how they are kept true: docs/design/api-contracts.md), generated from the code's own tables.
 
 ``python -m local.contracts`` writes ``openapi/<api>.json``; ``python -m local.contracts --check`` exits 1 when a
 checked-in document differs from what the code generates (``tests/unit/test_openapi_contracts.py`` does the same).

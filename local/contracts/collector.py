@@ -74,6 +74,6 @@ def build() -> dict[str, Any]:
     }
     return document(
         api="collector", title="Vault fraud collector API",
-        description="The device-collection script and its report endpoint (README \"Fraud scoring\"). Errors: "
+        description="The device-collection script and its report endpoint (docs/integrators/fraud-scoring.md). Errors: "
                     "`{success: false, errCode, errMessage}`.",
         paths=paths, schemas=schemas, tags=[{"name": "collector"}])

@@ -1,4 +1,4 @@
-"""Building blocks of the OpenAPI 3.1 documents (README "API contracts").
+"""Building blocks of the OpenAPI 3.1 documents (docs/integrators/openapi.md, docs/design/api-contracts.md).
 
 Patterns, lengths and enums are taken from the validators' own constants wherever the code has them (a Python
 pattern becomes an anchored JSON Schema pattern with :func:`pattern`), so a changed validator changes the

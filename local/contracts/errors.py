@@ -8,7 +8,7 @@
 * proxy configuration codes (management): :data:`vaultcore.proxy.errors.CONFIG_CODES`.
 
 The secure API and parser codes are spread over the authenticator, the device and decryption modules; their
-table is here, and ``tests/unit/test_openapi_contracts.py`` checks it against the README's tables.
+table is here, and ``tests/unit/test_openapi_contracts.py`` checks it against the tables of docs/integrators/*.md.
 """
 
 from __future__ import annotations
@@ -128,8 +128,8 @@ def proxy_table() -> dict[int, str]:
 #: QSAPI and RSAPI codes answered with another HTTP status than 200 (every other failure is HTTP 200, an
 #: input-gate refusal too).
 GATEWAY_STATUS = {1: 500, 601: 409}
-GATEWAY_NOTES = {100: " Also a request refused by the input gate (README \"Input limits\"); HTTP 200 like every "
-                      "gateway failure."}
+GATEWAY_NOTES = {100: " Also a request refused by the input gate (docs/integrators/errors.md, \"Input limits "
+                      "(every API)\"); HTTP 200 like every gateway failure."}
 
 
 def gateway_table() -> dict[int, str]:

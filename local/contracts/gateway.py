@@ -42,7 +42,7 @@ QSAPI_DESCRIPTIONS: dict[str, str] = {
                      "instead. Any authentication failure: 102 `Invalid account_id`.",
     "hash": "The original's hash authentication, sent instead of `api_accesskey` (or with it): lowercase hex "
             "SHA-256 of `account_id,api_accesskey,timestamp[,value of each variable named in hash_key]` (102 on "
-            "mismatch). README \"Gateway authentication\".",
+            "mismatch). docs/integrators/gateway.md, \"Gateway authentication\".",
     "timestamp": "With `hash`: unix seconds, within 15 minutes of server time (102).",
     "hash_key": "With `hash`: comma-separated names (at most 20) of variables whose values are appended to the "
                 "hashed text, in that order (102).",
@@ -178,7 +178,8 @@ def _qsapi_request() -> dict[str, Any]:
                description="The QSAPI variables, form-urlencoded or one JSON object of scalars (numbers and "
                            "booleans are read as their text; `true`/`false` as `1`/`0`). Empty values count as "
                            "absent; a variable sent twice is 107; unknown variables are ignored; at most 200 "
-                           "variables (100). Which variables each case requires: README \"Payment gateway\".")
+                           "variables (100). Which variables each case requires: docs/integrators/gateway.md, "
+                           "\"Cases and what they require\".")
 
 
 def _json_twin(form: str) -> dict[str, Any]:
@@ -255,7 +256,8 @@ def _schemas() -> dict[str, Any]:
         "fraud_reasons": {"type": "array", "items": s},
         "status": {"type": "string", "enum": ["APPROVED", "DECLINED", "CAPTURED", "VOIDED", "REFUNDED", "PENDING",
                                               "SETTLED", "RETURNED"],
-                   "description": "The lifecycle status (README \"Batches and statuses\")."},
+                   "description": "The lifecycle status (docs/integrators/gateway.md, "
+                                  "\"Batches and statuses\")."},
         "refunded_amount": {"type": "number", "description": "What refunds took, when any."},
         "ach_return_code": text("R[0-9]{2}", "RETURNED: the bank's NACHA return code."),
     }
@@ -274,8 +276,8 @@ def _schemas() -> dict[str, Any]:
                                          "Failures answer HTTP 200 (input-gate refusals too: 100) except 1 (500) "
                                          "and 601 (409)."),
         "QsapiRequest": _qsapi_request(),
-        "TransactionResponse": obj(tx, always, description="The gateway transaction response (README \"Payment "
-                                                           "gateway\"). Declines are transactions too: "
+        "TransactionResponse": obj(tx, always, description="The gateway transaction response "
+                                                           "(docs/integrators/gateway.md). Declines are transactions too: "
                                                            "`transaction_approved` false, `error` true, a 5xx or 720 "
                                                            "`error_code`."),
         "GatewayError": obj({"error": {"const": True}, "error_code": ref("GatewayErrorCode"),
@@ -327,7 +329,8 @@ def _schemas() -> dict[str, Any]:
                                             "characters (200, 219).", minLength=1, maxLength=255),
         }, ("account_id", "api_accesskey", "display_name", "referrer", "merchant_id"), closed=False),
         "WalletSessionErrorCode": codes(SESSION_ERRORS, "`error_code` of the wallet session endpoint (gateway "
-                                                        "codes; README \"Wallet session errors\")."),
+                                                        "codes; docs/integrators/wallets.md, \"Paying\": "
+                                                        "\"Wallet session errors\")."),
         "WalletSessionError": obj({"error": {"const": True}, "error_code": ref("WalletSessionErrorCode"),
                                    "error_message": s, "error_msg": s, "transaction_approved": {"const": False}},
                                   ("error", "error_code", "error_message", "error_msg", "transaction_approved")),
@@ -519,7 +522,8 @@ def build() -> dict[str, Any]:
         api="gateway", title="Vault payment gateway API (QSAPI 3.8)",
         description="QSAPI 3.8 payments, the reporting interface (RSAPI), wallet sessions and payments, the "
                     "wallet domain association file. Gateway failures are transaction responses with `error` "
-                    "true and an `error_code` (README \"Gateway error codes\", \"Wallet and fraud error codes\").",
+                    "true and an `error_code` (docs/integrators/gateway.md, \"Gateway error codes\"; "
+                    "docs/integrators/wallets.md, \"Wallet and fraud error codes\").",
         paths=paths, schemas=schemas,
         security_schemes={
             "accountId": {"type": "apiKey", "in": "header", "name": "X-Account-Id",

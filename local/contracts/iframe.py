@@ -16,7 +16,7 @@ SECURITY_SCHEMES = {"accountBasic": {"type": "http", "scheme": "basic", "descrip
     "The payment iFrame's configurations and instances: `account_id` as the user, `api_accesskey` as the "
     "password (the merchant's server only; a page never holds them). Every failure: 401, errCode 1003.")}}
 _SETTING = {"type": "string", "enum": list(configs.SETTINGS)}
-_ERROR_TEXT = "`{success: false, errCode, errMessage}` (README \"Payment iFrame error codes\")."
+_ERROR_TEXT = "`{success: false, errCode, errMessage}` (docs/integrators/iframe.md, \"Payment iFrame error codes\")."
 
 
 def schemas() -> dict[str, Any]:

@@ -452,7 +452,7 @@ def build() -> dict[str, Any]:
             errs=(404,),
             description="Migrates a legacy account (one stored with only a hash of its key, which hash "
                         "authentication cannot use) without waiting for its next login with `api_accesskey`; "
-                        "README \"Gateway authentication\".")},
+                        "docs/integrators/gateway.md, \"Gateway authentication\".")},
         f"{a}/transactions/{{transaction_id}}": {"get": _op("getStoredTransaction", "accounts",
                                                             "A stored transaction (never card data)",
                                                             (200, "The stored item.", ref("StoredTransaction")))},
@@ -538,7 +538,7 @@ def build() -> dict[str, Any]:
         description="Partners, credentials, BDKs, devices, templates and tokenization keys, gateway accounts, "
                     "wallets, fraud client ids, proxy configurations and logs, postback deliveries. Errors: "
                     "`{success: false, errCode, errMessage}` with 400, 404, 409 or 500, and 405 (errCode 405, with "
-                    "the `Allow` header) for a method the resource does not have (README \"Management API\").",
+                    "the `Allow` header) for a method the resource does not have (docs/operators/management-api.md).",
         paths=paths, schemas=schemas,
         security_schemes={"sigv4": {"type": "apiKey", "in": "header", "name": "Authorization",
                                     "description": "AWS IAM: requests signed with AWS Signature Version 4 (e.g. "

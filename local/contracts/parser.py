@@ -77,7 +77,8 @@ def build() -> dict[str, Any]:
     return document(
         api="parser", title="Vault parser API",
         description="DUKPT decryption of reader payloads (`POST /api/decrypt/parser`). Errors: `{success: false, "
-                    "errCode, errMessage, reference?, messageId?}` (schema `SecureError`); README \"Decryption "
-                    "errors\" and \"Secure API and parser errors\".",
+                    "errCode, errMessage, reference?, messageId?}` (schema `SecureError`); "
+                    "docs/integrators/parser.md, \"Decryption errors\", and docs/integrators/errors.md, "
+                    "\"Secure API and parser errors\".",
         paths=paths, schemas=schemas, security_schemes={"hmac": hmac_scheme(), "basic": basic_scheme()},
         tags=[{"name": "parser"}])

@@ -106,7 +106,7 @@ def build() -> dict[str, Any]:
         api="proxy", title="Vault proxy API",
         description="Partners post to their stored proxy configurations (management API "
                     "`/admin/v1/partners/{id}/proxy-configurations`, schema `ProxyConfiguration` of the management "
-                    "document). Errors: `{success: false, code, message}` (README \"Proxy error codes\").",
+                    "document). Errors: `{success: false, code, message}` (docs/integrators/proxy.md, \"Proxy error codes\").",
         paths={"/api/v1/partners/{partnerID}/configurations/{configReferenceID}": {"post": operation}},
         schemas=schemas, security_schemes={"hmac": hmac_scheme(), "basic": basic_scheme()},
         tags=[{"name": "proxy"}])

@@ -362,8 +362,9 @@ def build() -> dict[str, Any]:
         api="secure", title="Vault secure API",
         description="Partner and device validation, tokenization and (certification only) authdebug. Errors: "
                     "`{success: false, errCode, errMessage, reference?, messageId?}` (schema `SecureError`, codes "
-                    "`ErrorCode`); every authentication failure is the uniform 1003 body. README: \"Secure API and "
-                    "parser errors\", \"Tokenization error codes\".",
+                    "`ErrorCode`); every authentication failure is the uniform 1003 body. "
+                    "docs/integrators/errors.md: \"Secure API and parser errors\"; docs/integrators/tokenization.md: "
+                    "\"Tokenization error codes\".",
         paths=paths, schemas=schemas,
         security_schemes={"hmac": hmac_scheme(), "basic": basic_scheme()},
         tags=[{"name": n} for n in ("partners", "devices", "tokenization", "authdebug")],
