@@ -29,7 +29,7 @@ invoke: venv
 	@test -n "$(EVENT)" || { echo "usage: make invoke [FN=<LogicalId>] EVENT=events/<file>.json"; exit 2; }
 	$(PY) -m local.invoke $(FN) $(EVENT)
 
-# For `sam local invoke/start-api` (Docker) against the running `make run`: README "Running single functions".
+# For `sam local invoke/start-api` (Docker) against the running `make run`: docs/local.md "Running single functions".
 sam-local-build: venv
 	@test -f .local/template.sam-local.json || { echo "start make run first (it writes .local/template.sam-local.json)"; exit 2; }
 	PIP=$(abspath $(VENV))/bin/pip PYC_OPTIONAL=1 $(VENV)/bin/sam build --region $(AWS_DEFAULT_REGION) \

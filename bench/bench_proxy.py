@@ -15,7 +15,8 @@
   exchange's own wall-clock ``durationsMs`` (as stored in every proxy log).
 - ``log_masking``: each masked log view (``vaultcore.proxy.logs.masked_view``: the request as forwarded, the
   echoed response), timed inside those same requests, beside ``json.loads`` + ``json.dumps`` of the same body
-  measured in the same loop. Bodies over 256 KiB are not stored nor masked (README "Masked proxy logs").
+  measured in the same loop. Bodies over 256 KiB are not stored nor masked (docs/integrators/proxy.md, "Masked
+  proxy logs").
 - ``forward_path``: parse + actions + prepare (the body parsed, detokenized, serialized for the target) beside
   the same ``json.loads`` + ``json.dumps``.
 - ``detokenize_batch``: N tokens of one field under one bfid, detokenized with one ``detokenize_pairs`` call

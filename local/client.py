@@ -4,8 +4,8 @@
         --partner-id demo --hmac-key <hmacKey as issued> --data '{"reference": "r-1"}'
 
 ``--hmac-key`` is the key exactly as the management API issued it; the HMAC is keyed with its bytes as
-they are (not base64-decoded: README "The HMAC key"). ``--print-header`` prints the Authorization header
-instead of sending (each header is good for one request only: the nonce is single-use).
+they are (not base64-decoded: docs/integrators/authentication.md, "The HMAC key"). ``--print-header`` prints the
+Authorization header instead of sending (each header is good for one request only: the nonce is single-use).
 """
 
 from __future__ import annotations

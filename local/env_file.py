@@ -8,8 +8,8 @@ override. ``python -m local.invoke`` runs one event in a fresh process with exac
 
 ``sam local invoke/start-api --env-vars .local/env.json`` (Docker) applies only the variables its template
 declares, and template.yaml rightly does not declare the runner's endpoint or egress switch: the runner also
-writes ``template.sam-local.json``, template.yaml with those declared, to build and run with sam (README
-"Running single functions"). It is generated for local use and must never be deployed.
+writes ``template.sam-local.json``, template.yaml with those declared, to build and run with sam
+(docs/local.md, "Running single functions"). It is generated for local use and must never be deployed.
 
 Nothing in it is a secret of a real stack: table names, queue URLs, a moto key id and moto's dummy credentials.
 """

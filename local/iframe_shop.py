@@ -41,8 +41,8 @@ _PAGE = """<!doctype html>
 pre{background:#f4f4f4;padding:1em;white-space:pre-wrap}</style></head>
 <body>
 <h1>Demo shop</h1>
-<p>Order total: <strong>$__AMOUNT__</strong> (sandbox: use a test card or bank account, README "Sandbox
-processor triggers")</p>
+<p>Order total: <strong>$__AMOUNT__</strong> (sandbox: use a test card or bank account,
+docs/integrators/test-cards.md)</p>
 <div id="payment"></div>
 <button id="pay" type="button">Pay</button> <button id="again" type="button">Charge the same eToken again</button>
 <p>Status: <span id="status">loading</span></p>

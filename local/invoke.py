@@ -22,7 +22,8 @@ Events (``events/``) may hold placeholders, filled from the runner's ``demo.json
 ``{{hmac.<member>}}`` (a whole header value)
     a fresh ``Authorization: Hmac ...`` header for the demo.json member (``partner`` is the demo HMAC partner)
     over the event's final body and ``path``: HMAC-SHA256 keyed with the ASCII bytes of its ``hmacKey`` exactly
-    as issued, over ``POST <path>\\n<nonce>\\n<timestamp>\\n\\n<hex sha256(body)>`` (README "The HMAC scheme");
+    as issued, over ``POST <path>\\n<nonce>\\n<timestamp>\\n\\n<hex sha256(body)>``
+    (docs/integrators/authentication.md, "The HMAC scheme");
 ``{{basic.<member>}}`` (a whole header value)
     ``Basic base64(partnerId:partnerKey)`` of a key-security partner (``keyPartner``).
 

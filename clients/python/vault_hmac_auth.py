@@ -1,4 +1,5 @@
-"""HMAC signing for the vault platform's APIs, as an ``httpx.Auth`` (README "The HMAC scheme").
+"""HMAC signing for the vault platform's APIs, as an ``httpx.Auth`` (docs/integrators/authentication.md,
+"The HMAC scheme").
 
 Copy this file into your project; it needs only ``httpx``. It signs each request over the exact bytes httpx sends,
 after the client (a generated openapi-python-client client, or your own code) has serialized the body, so the

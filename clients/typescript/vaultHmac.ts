@@ -1,5 +1,6 @@
 /**
- * HMAC signing for the vault platform's APIs (README "The HMAC scheme"), for fetch and typescript-fetch clients.
+ * HMAC signing for the vault platform's APIs (docs/integrators/authentication.md, "The HMAC scheme"), for fetch
+ * and typescript-fetch clients.
  *
  * Copy this file into your project. It needs Node 18+ (node:crypto and the global fetch); nothing else.
  * The signature covers the exact bytes of the body sent, so the body is signed as the request carries it:
