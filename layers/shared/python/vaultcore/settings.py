@@ -59,7 +59,8 @@ def settings() -> Settings:
         allow_local_egress=env.get("VAULT_ALLOW_LOCAL_EGRESS", "") == "1",
         record_cache_seconds=float(env.get("RECORD_CACHE_SECONDS", "60")),
         key_cache_seconds=float(env.get("KEY_CACHE_SECONDS", "300")),
-        # Accept-both migration of the HMAC key (README "The HMAC key"): "0" refuses the legacy decoded form.
+        # Accept-both migration of the HMAC key (docs/integrators/authentication.md "The HMAC key"): "0" refuses the
+        # legacy decoded form.
         hmac_accept_decoded_key=env.get("HMAC_ACCEPT_DECODED_KEY", "1") != "0",
         audit_table=env.get("AUDIT_TABLE", "Audit"),
     )

@@ -16,7 +16,9 @@ from vaultcore.api.json_body import load_json
 
 __all__ = ["Request", "Response", "json_response", "request_from_event"]
 
-MAX_BODY_BYTES = 1_048_576  # API Gateway's own cap is 10 MB; we accept less (DoS) and say so in the README.
+# API Gateway's own cap is 10 MB; we accept less (DoS) and say so in docs/integrators/errors.md
+# ("Input limits (every API)").
+MAX_BODY_BYTES = 1_048_576
 
 
 @dataclass

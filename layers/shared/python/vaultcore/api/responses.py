@@ -14,7 +14,7 @@
   with the endpoint's HTTP status: an input-gate refusal is HTTP 400 ``error_code`` 100, internal errors 500.
 - ``checkout`` (``/paymentMethods``, ``/payments``): ``{status, errorCode, message, errorType}`` (errorCode a
   string): input gate 400 ``"100"`` validation, authentication 401 ``"102"`` security, internal errors 500
-  ``"1"`` internal (README "The other request format"; the route answers its own 422s).
+  ``"1"`` internal (docs/integrators/wallets.md "The other request format"; the route answers its own 422s).
 """
 
 from __future__ import annotations
@@ -94,7 +94,7 @@ def _gate_code(family: str, error: VaultError) -> VaultError:
     if family == "proxy":
         code = 8100 if error.kind == "text" else 8101
     elif family == "gateway":
-        status = 200  # QSAPI and RSAPI: every failure is HTTP 200 but 1 and 601 (README "Payment gateway")
+        status = 200  # QSAPI and RSAPI: every failure is HTTP 200 but 1 and 601 (docs/integrators/gateway.md)
     elif family == "collector" and isinstance(error, BodyTooLarge):
         code = status = 413
     return VaultError(error.message, code=code, status=status)

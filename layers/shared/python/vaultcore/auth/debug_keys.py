@@ -1,7 +1,7 @@
 """The fixed default RSA key pair of the certification-only authdebug endpoint.
 
-This pair is PUBLIC by design (published in the README like the default HMAC key ``secret``): it lets
-integrators check their RSA signing code against known keys. It authenticates nothing anywhere.
+This pair is PUBLIC by design (published in docs/integrators/authentication.md like the default HMAC key ``secret``): it
+lets integrators check their RSA signing code against known keys. It authenticates nothing anywhere.
 """
 
 DEFAULT_SHARED_KEY = "secret"

@@ -125,8 +125,8 @@ def legacy_decoded_form(issued_key: bytes) -> bytes | None:
     """``base64decode(issued_key)`` when the issued key is strict base64 text, else None.
 
     Until this platform's issue 11, its own client and README signed with the base64-decoded ``hmacKey``.
-    That form stays accepted (accept-both migration, README "The HMAC key"); operators end it with the
-    ``HmacAcceptDecodedKey`` parameter once no partner uses it.
+    That form stays accepted (accept-both migration, docs/integrators/authentication.md "The HMAC key"); operators end
+    it with the ``HmacAcceptDecodedKey`` parameter once no partner uses it.
     """
     import base64
     import binascii

@@ -1,6 +1,6 @@
 """Fraud scoring rules (pure): facts about a payment in, a score from 0 to 100 and a recommendation out.
 
-The rules are deliberately simple, additive and documented (README "Fraud scoring"), so a merchant can
+The rules are deliberately simple, additive and documented (docs/integrators/fraud-scoring.md), so a merchant can
 explain every decision to a cardholder and the operator can tune them without a model:
 
 | Reason code | Points | Fact |

@@ -1,4 +1,4 @@
-"""Gateway (QSAPI 3.8 and RSAPI) error codes: the one table the README documents.
+"""Gateway (QSAPI 3.8 and RSAPI) error codes: the one table docs/integrators/gateway.md documents.
 
 Every gateway failure is a transaction response ``{"error": true, "error_code": <n>, "error_message": ...,
 "error_msg": ..., "transaction_approved": false}`` (spec "Gateway transaction response", DESIGN.md §7). The
@@ -114,7 +114,7 @@ class E:
     REPORT_BATCH = 806
 
 
-#: Default message of every code (the README's error_code table is this dict).
+#: Default message of every code (the error_code table of docs/integrators/gateway.md is this dict).
 ERROR_MESSAGES: dict[int, str] = {
     E.INTERNAL: "Internal error: the transaction outcome is unknown; retry with the same Idempotency-Key.",
     E.BODY: "The request body must be form-urlencoded variables or one JSON object of string, number or boolean values.",
@@ -208,10 +208,10 @@ _STATUS = {E.INTERNAL: 500, E.IDEMPOTENCY_IN_PROGRESS: 409}
 # Issue 20 (item 11): the ``error_message`` texts clients of the original compare against. A bad variable is
 # answered ``Invalid <variable>`` (the original's ``Invalid bank_routing_number``, ``Invalid token_id``: ActiveMerchant's
 # PayConex fixtures, test/unit/gateways/pay_conex_test.rb) and a card number that is not 13-19 digits or fails the
-# Luhn check ``INVALID CARD NUMBER``. The codes stay the project's; the rule broken is documented per code (README
-# "Gateway error codes", ERROR_MESSAGES above), never put in the text. Every authentication failure (unknown or
-# disabled account, wrong access key, hash or timestamp: 102) answers the same ``Invalid account_id``, the
-# original's answer for an unknown account, so the text tells nothing more than the code does.
+# Luhn check ``INVALID CARD NUMBER``. The codes stay the project's; the rule broken is documented per code
+# (docs/integrators/gateway.md "Gateway error codes", ERROR_MESSAGES above), never put in the text. Every authentication
+# failure (unknown or disabled account, wrong access key, hash or timestamp: 102) answers the same ``Invalid
+# account_id``, the original's answer for an unknown account, so the text tells nothing more than the code does.
 CARD_NUMBER_TEXT = "INVALID CARD NUMBER"
 #: code -> the variable its ``Invalid <variable>`` names (None: the variable the call site names, else _SOME).
 FIELD_CODES: dict[int, str | None] = {

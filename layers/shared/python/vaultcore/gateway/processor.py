@@ -189,7 +189,7 @@ def debit_ach(payment: AchPayment) -> Outcome:
 
 # --- issue 20: the sandbox bank's ACH returns ------------------------------------------------------------------
 #: Bank account numbers whose debits the sandbox bank returns when their batch settles (NACHA return codes:
-#: R01 insufficient funds, R02 account closed, R03 no account). README "ACH lifecycle".
+#: R01 insufficient funds, R02 account closed, R03 no account). docs/integrators/gateway.md "ACH lifecycle".
 ACH_RETURN_TRIGGERS = {"000000000001": "R01", "000000000002": "R02", "000000000003": "R03"}
 
 

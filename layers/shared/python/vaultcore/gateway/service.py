@@ -77,7 +77,8 @@ from vaultcore.wallet import gateway_hooks
 __all__ = ["qsapi", "process", "response_from_item", "RESPONSE_FIELDS", "AUTHORIZATION_LIFETIME_SECONDS"]
 
 AUTHORIZATION_LIFETIME_SECONDS = 7 * 24 * 3600
-#: Error 1 when it is certain that nothing was charged (README "Idempotency": when DynamoDB fails mid-charge).
+#: Error 1 when it is certain that nothing was charged (docs/integrators/gateway.md "Idempotency": when DynamoDB fails
+#: mid-charge).
 NOTHING_CHARGED = "Internal error: a dependency failed and nothing was charged; retry."
 GATEWAY_TEMPLATE_REF = "GATEWAY"
 
@@ -145,7 +146,7 @@ def process(content_type: str, body: bytes, header_key: str | None) -> tuple[int
         raise
     except DependencyError as exc:
         # A dependency failed outside the record step, which raises OutcomeUnknown itself when it cannot tell:
-        # nothing was charged, and error 1 says so in the words the README documents.
+        # nothing was charged, and error 1 says so in the words docs/integrators/gateway.md documents.
         metrics.gateway_error(E.INTERNAL)
         raise GatewayError(E.INTERNAL, NOTHING_CHARGED) from exc
     except VaultError:
@@ -583,7 +584,8 @@ def _record(account: accounts.Account, response: dict[str, Any], item: dict[str,
 
 
 # --------------------------------------------------------------------------------------------- issue 20
-#: CREDIT limits of the certification sandbox and the default of every account (README "Credits").
+#: CREDIT limits of the certification sandbox and the default of every account (docs/integrators/gateway.md "Stored
+#: cards, credits and forced sales").
 CREDIT_MAX_CENTS = 1_000_000  # 10,000.00 per credit
 CREDIT_DAILY_CENTS = 2_500_000  # 25,000.00 per account and UTC day
 

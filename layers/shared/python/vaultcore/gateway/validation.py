@@ -10,7 +10,7 @@ Two steps, because token payments only know their card or bank data after detoke
    values, token payment rule 4): Luhn (ISO/IEC 7812-1), expiry not in the past, the CVV length of the brand,
    the ABA routing checksum, and the level 2 tax rule of the card's brand.
 
-Rules chosen where the spec is silent (README, "Payment gateway"): empty values count as absent (HTML forms
+Rules chosen where the spec is silent (docs/integrators/gateway.md): empty values count as absent (HTML forms
 send them); a variable may appear once; ``tender_type`` is required for SALE and AUTHORIZATION except where
 bank fields (plaintext or tokens) are present: spec "ACH is implied by the bank fields", so it may be omitted
 there; a ``tender_type`` that contradicts the data (CARD with bank fields, ACH with card fields or card tokens)
@@ -119,8 +119,8 @@ _VARIABLES: dict[str, tuple[re.Pattern[str], int]] = {
     "email": (re.compile(r"(?=.{5,100}$)[^@\s]+@[^@\s]+\.[^@\s]+"), E.VARIABLE),
     "phone": (re.compile(r"[0-9+()\-. ]{2,20}"), E.VARIABLE),
     "street_address1": (_text(2, 100), E.VARIABLE),
-    # issue 20: echoed in the response as sent (limits chosen here, README "Payment gateway"): a description of
-    # 1-255 printable characters, a balance of 0 to 99,999,999.99 with at most 2 decimals
+    # issue 20: echoed in the response as sent (limits chosen here, docs/integrators/gateway.md "Echoed variables"): a
+    # description of 1-255 printable characters, a balance of 0 to 99,999,999.99 with at most 2 decimals
     "transaction_description": (_text(1, 255), E.VARIABLE),
     "balance": (re.compile(r"[0-9]{1,8}(\.[0-9]{1,2})?"), E.VARIABLE),
     "device_trans_id": (re.compile(r"[A-Za-z0-9_-]{1,64}"), E.DEVICE_TRANS_ID),

@@ -1,7 +1,7 @@
 """Payment iFrame error codes: ``{success: false, errCode, errMessage}`` (the management API's body, DESIGN.md §5).
 
-Configurations, instances and submissions answer these (README "Payment iFrame error codes"); the page itself
-never shows a code to the shopper: the client library gets it through ``onError`` (``code`` names below).
+Configurations, instances and submissions answer these (docs/integrators/iframe.md "Payment iFrame error codes"); the
+page itself never shows a code to the shopper: the client library gets it through ``onError`` (``code`` names below).
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ SUBMISSION_LIMIT = 905  # the bearer token has used its submissions (HTTP 409)
 SUBMISSION_INVALID = 906  # a submitted field is invalid (the message names the field, never its value)
 METHOD_NOT_ALLOWED = 907  # the payment method is not allowed by the configuration (HTTP 403)
 
-#: errCode -> (HTTP status, meaning): the README table.
+#: errCode -> (HTTP status, meaning): the table of docs/integrators/iframe.md.
 CODES: dict[int, tuple[int, str]] = {
     BODY_INVALID: (400, "the body is not one JSON object, or the input gate refused the request"),
     1003: (401, "authentication failed (HTTP Basic `account_id:api_accesskey`, or the path's account is not "

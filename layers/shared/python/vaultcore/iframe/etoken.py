@@ -35,7 +35,7 @@ from vaultcore.store.tokens import TOKEN_PREFIX
 __all__ = ["CVV_FIELD", "ETOKEN_USED", "consume", "scope_of", "Binding"]
 
 CVV_FIELD = "vault_token_card_verification"
-ETOKEN_USED = E.ETOKEN_USED  # 309, README "Gateway error codes": the eToken has already been read
+ETOKEN_USED = E.ETOKEN_USED  # 309, docs/integrators/gateway.md "Gateway error codes": the eToken has already been read
 
 
 class Binding(dict):  # type: ignore[type-arg]

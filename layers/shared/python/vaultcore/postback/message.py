@@ -46,7 +46,8 @@ def signature_header(secret: bytes, timestamp: int, body: bytes) -> str:
 
 
 def verify_signature(secret: bytes, header: str, body: bytes, now: int, tolerance: int = 300) -> bool:
-    """What a receiver does (the README shows the same in a snippet): check v1 and the timestamp's age."""
+    """What a receiver does (docs/integrators/webhooks.md shows the same in a snippet): check v1 and the
+    timestamp's age."""
     parts = dict(p.split("=", 1) for p in header.split(",") if "=" in p)
     try:
         ts = int(parts["t"])

@@ -1,5 +1,5 @@
-"""The actions of a proxy configuration, run over a message: :class:`ActionRunner` (README "Proxy", "Response
-actions", "Variables").
+"""The actions of a proxy configuration, run over a message: :class:`ActionRunner` (docs/integrators/proxy.md,
+"Response actions", "Variables").
 
 The request actions run over the partner's request before it is forwarded; the response actions run over the
 target's answer (:mod:`vaultcore.proxy.response_actions` turns their failures into 8117/8118). Both phases share
@@ -64,7 +64,7 @@ def _rounds(names: list[str]) -> list[list[int]]:
 
 
 def _convert(raw: str | None, sub: SubstitutionSpec) -> Any:
-    """A parser format's value as the substitution's dataType (README "Proxy": dataType)."""
+    """A parser format's value as the substitution's dataType (docs/integrators/proxy.md: dataType)."""
     present = raw is not None and raw != ""
     if sub.data_type == "boolean":
         if present:
@@ -113,8 +113,8 @@ def _upstream_error(exc: BaseException) -> bool:
 
 
 class _VariableSlot(Slot):
-    """An exchange variable as a place (README "Variables"): read like a header, written by the action. A parser
-    substitution creates it; a tokenize substitution finds it only once set."""
+    """An exchange variable as a place (docs/integrators/proxy.md "Variables"): read like a header, written by the
+    action. A parser substitution creates it; a tokenize substitution finds it only once set."""
 
     __slots__ = ("variables", "name", "value")
 
@@ -303,7 +303,7 @@ class ActionRunner:
         return plan
 
     def _tokenize(self, action: ActionSpec, names: list[str], inputs: list[str], outcome: dict[str, Any]) -> list[str]:
-        """Tokens for ``inputs`` (README "Response actions" for the bfid of a response action):
+        """Tokens for ``inputs`` (docs/integrators/proxy.md "Response actions" for the bfid of a response action):
 
         * request action: a new bfid;
         * response action: the bfid the request's tokenize action issued in this exchange, extended; else the

@@ -22,7 +22,7 @@ target answers 4xx/5xx), the member ``model`` with the value ``sync``, ``respons
 run on the target's response before it is returned: body, header or variable places) and
 ``transformationSource`` ``variable`` with type ``key``: an exchange variable named by ``transformationPath``,
 set by a request parser action and read by a later tokenize action (request or response), whose token is
-returned in the ``vault-var-<name>`` response header (README "Variables"; save-time rules in
+returned in the ``vault-var-<name>`` response header (docs/integrators/proxy.md "Variables"; save-time rules in
 :func:`_check_variables`). The ``hmac-vpc`` authorization is named in the refusal message as not supported. This
 platform adds one optional member, ``required`` (boolean) on a substitution: a request in which that substitution
 matches nothing is refused with 8115 instead of being forwarded with the value left as sent (in a response

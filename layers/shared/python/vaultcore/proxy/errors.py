@@ -1,9 +1,9 @@
 """Public error codes of the proxy (spec "Errors": ``{success: false, code, message}``) and of its management.
 
 The spec fixes 8001/500, 8003/401 and 8004/403 and says "HTTP 400 code mapping for the proxy: not shown"; the
-400 codes below are this platform's, documented in the README (section "Proxy"). Every message is a fixed text
-or names a configuration member, a header name or an upstream error code: never a body, a value, a URL or an
-address (the caller controls them and they may carry card data or secrets).
+400 codes below are this platform's, documented in docs/integrators/proxy.md ("Proxy error codes"). Every message
+is a fixed text or names a configuration member, a header name or an upstream error code: never a body, a value, a
+URL or an address (the caller controls them and they may carry card data or secrets).
 
 Configuration (management API) errors use the admin family ``{success: false, errCode, errMessage}`` with the
 82xx codes below and HTTP 400.
@@ -81,7 +81,8 @@ CONFIG_REGEX_UNSAFE = 8202
 CONFIG_TARGET_REFUSED = 8203
 CONFIG_CREDENTIALS_MISMATCH = 8204
 
-#: code -> (HTTP status, meaning) of the proxy endpoint; the README table is generated from the same words.
+#: code -> (HTTP status, meaning) of the proxy endpoint; the table of docs/integrators/proxy.md is generated from the
+#: same words.
 PROXY_CODES: dict[int, tuple[int, str]] = {
     INTERNAL: (500, "Internal or unexpected error (the proxy log holds the detail)."),
     AUTHENTICATION: (401, "Authentication error (any cause: the body never says which)."),

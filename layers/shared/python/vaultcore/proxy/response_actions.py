@@ -1,8 +1,8 @@
 """Response actions: tokenize (or detokenize) what the target sends back, before it reaches the partner.
 
-README "Response actions". The target's answer becomes a :class:`~vaultcore.proxy.transform.Message`: its header
-fields as received, no query string, its body typed by its ``Content-Type`` and parsed with the request's bounds
-(JSON depth 32, arrays 10,000, 1,000 form fields, any DOCTYPE refused) up to the 4 MiB response cap. The
+docs/integrators/proxy.md "Response actions". The target's answer becomes a :class:`~vaultcore.proxy.transform.Message`:
+its header fields as received, no query string, its body typed by its ``Content-Type`` and parsed with the request's
+bounds (JSON depth 32, arrays 10,000, 1,000 form fields, any DOCTYPE refused) up to the 4 MiB response cap. The
 configuration's ``responseActions`` run over it with the exchange's
 :class:`~vaultcore.proxy.actions.ActionRunner` (the same paths, slots and tokenization as request actions; the
 bfid rule is :meth:`ActionRunner._tokenize`), and the partner receives the rewritten body and headers: the safe

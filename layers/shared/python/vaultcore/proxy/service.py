@@ -1,6 +1,6 @@
 """The proxy endpoint: POST /api/v1/partners/{partnerID}/configurations/{configReferenceID}.
 
-Flow (interface.md "the proxy endpoint"; README "Proxy"):
+Flow (interface.md "the proxy endpoint"; docs/integrators/proxy.md):
 
 1. authenticate the partner from ``Authorization`` (HMAC, or Basic for key-security partners): any failure is
    8003/401; the path's partner must be the authenticated one and own the configuration, else 8004/403 with one
@@ -31,8 +31,8 @@ Flow (interface.md "the proxy endpoint"; README "Proxy"):
    masks run out of time is refused (8109), not forwarded.
 
 All the partner-supplied pattern work of one request (regex, jsonpath, xpath; substitutions and masks) shares one
-budget of ``PATTERN_BUDGET`` (2 s, :mod:`vaultcore.net.deadline`; README "Bounded work per request"): 8109 when it
-runs out, well inside the function's 29 s timeout.
+budget of ``PATTERN_BUDGET`` (2 s, :mod:`vaultcore.net.deadline`; docs/design/security.md "Bounded work per request"):
+8109 when it runs out, well inside the function's 29 s timeout.
 
 The container log gets one line per exchange with ids, status, code and durations: never a value.
 """
@@ -89,7 +89,7 @@ __all__ = [
 ]
 
 #: Response header naming the substitutions that matched nothing: ``<action index>.<substitution index>``, comma
-#: separated (README "Proxy"). Absent when every substitution matched.
+#: separated (docs/integrators/proxy.md). Absent when every substitution matched.
 UNMATCHED_HEADER = "vault-unmatched"
 _PATH = re.compile(r"/api/v1/partners/(?P<partnerID>[^/]+)/configurations/(?P<configReferenceID>[^/]+)/?$")
 _REFERENCE = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
@@ -342,7 +342,7 @@ def _same(a: str, b: str) -> bool:
     return hmac.compare_digest(a.encode("utf-8", "surrogateescape"), b.encode("utf-8", "surrogateescape"))
 
 
-@deadline.budgeted(PATTERN_BUDGET)  # one budget for all of the request's pattern work (README, 8109)
+@deadline.budgeted(PATTERN_BUDGET)  # one budget for all of the request's pattern work (docs/integrators/proxy.md, 8109)
 def handle_proxy(request: Request) -> Response:
     """The route of ProxyFunction (family ``proxy``): one exchange, in the steps of the module docstring.
 

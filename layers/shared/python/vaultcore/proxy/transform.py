@@ -76,14 +76,15 @@ MAX_PATH_LENGTH = 512
 _MAX_DESCENDANTS = 2
 _MAX_XPATH_STEPS = 16
 
-# Body limits (interface.md "Limits": not shown; ours, documented in the README).
+# Body limits (interface.md "Limits": not shown; ours, documented in docs/integrators/proxy.md).
 MAX_JSON_DEPTH = 32
 MAX_JSON_ARRAY = 10_000
 MAX_FORM_FIELDS = 1000
 
 #: Seconds of partner-supplied pattern work per request: every regex search and jsonpath/xpath evaluation of the
-#: configuration's substitutions and masks (request, response, handled-error) together (README "Proxy error
-#: codes", 8109). :func:`locate` charges it; the proxy starts one per request (:mod:`vaultcore.net.deadline`).
+#: configuration's substitutions and masks (request, response, handled-error) together (docs/integrators/proxy.md
+#: "Proxy error codes", 8109). :func:`locate` charges it; the proxy starts one per request
+#: (:mod:`vaultcore.net.deadline`).
 PATTERN_BUDGET = 2.0
 
 

@@ -106,7 +106,8 @@ __all__ = ["TokenizeResult", "TokenServiceError", "tokenize_values", "detokenize
 
 #: The gateway's read-and-detokenize window (spec Limits: one hour from data capture).
 READ_WINDOW_SECONDS = 3600
-#: How long a container trusts a "not deleted" answer of the revocation lookup (the deletion bound, README).
+#: How long a container trusts a "not deleted" answer of the revocation lookup (the deletion bound,
+#: docs/integrators/tokenization.md).
 REVOCATION_CACHE_SECONDS = 1.0
 _not_revoked: TTLCache[bool] = TTLCache(REVOCATION_CACHE_SECONDS, max_items=4096)
 _revoked: TTLCache[bool] = TTLCache(3600.0, max_items=4096)  # a revocation is permanent

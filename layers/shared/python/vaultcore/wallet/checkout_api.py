@@ -19,11 +19,11 @@ the gateway, answered with ``resultCode`` ``Authorized`` (inform the shopper) or
 payment method) with ``refusalReason`` and ``refusalReasonCode`` (the gateway ``error_code``, e.g. 710 for an
 amount that is not the token's).
 
-Errors are ``{status, errorCode, message, errorType}`` with the codes of :data:`CHECKOUT_ERRORS` (the README's
-table): a body that is not one JSON object, or a request refused by the input gate, is HTTP 400 ``"100"``; an
-invalid member HTTP 422 (``errorType`` ``validation``); failed authentication HTTP 401 ``"102"`` (``security``);
-an internal error HTTP 500 ``"1"`` (``internal``). Gate refusals and internal errors are mapped by
-:mod:`vaultcore.api.responses` (family ``checkout``), the rest here.
+Errors are ``{status, errorCode, message, errorType}`` with the codes of :data:`CHECKOUT_ERRORS` (the table
+"Checkout error codes" of docs/integrators/wallets.md): a body that is not one JSON object, or a request refused by the
+input gate, is HTTP 400 ``"100"``; an invalid member HTTP 422 (``errorType`` ``validation``); failed authentication HTTP
+401 ``"102"`` (``security``); an internal error HTTP 500 ``"1"`` (``internal``). Gate refusals and internal errors are
+mapped by :mod:`vaultcore.api.responses` (family ``checkout``), the rest here.
 """
 
 from __future__ import annotations
@@ -48,9 +48,10 @@ _COUNTRY = re.compile(r"^[A-Z]{2}$")
 _REFERENCE = re.compile(r"^[\x20-\x7e]{1,80}$")
 _log = get_logger("wallet.checkout")
 
-#: Every ``errorCode`` of ``/paymentMethods`` and ``/payments``: code -> (HTTP status, meaning). The README's
-#: "Checkout error codes" table and the OpenAPI enum are this dict (tests/unit/test_openapi_contracts.py). Codes
-#: that are numbers are the gateway's (100, 102, 702, 1); the others name the member at fault.
+#: Every ``errorCode`` of ``/paymentMethods`` and ``/payments``: code -> (HTTP status, meaning). The
+#: "Checkout error codes" table of docs/integrators/wallets.md and the OpenAPI enum are this dict
+#: (tests/unit/test_openapi_contracts.py). Codes that are numbers are the gateway's (100, 102, 702, 1); the others name
+#: the member at fault.
 CHECKOUT_ERRORS: dict[str, tuple[int, str]] = {
     "1": (500, "Internal error: a dependency is unavailable. `/payments`: the outcome is unknown; retry with the "
                "same Idempotency-Key."),

@@ -2,8 +2,8 @@
 
 The gateway reserves 7xx for wallets (700 was "wallet payments not enabled on this platform yet", the
 placeholder this issue replaces). These codes appear in gateway transaction responses (``error_code``), in
-the wallet session endpoint's error body and as ``refusalReasonCode`` in the ``/payments`` format. The README's
-"Wallet payments" table is :data:`WALLET_ERROR_MESSAGES`.
+the wallet session endpoint's error body and as ``refusalReasonCode`` in the ``/payments`` format. The table
+"Wallet and fraud error codes" of docs/integrators/wallets.md is :data:`WALLET_ERROR_MESSAGES`.
 
 Messages never carry a token, a device account number, a cryptogram or a key.
 """
@@ -65,8 +65,8 @@ WALLET_ERROR_MESSAGES: dict[int, str] = {
 
 #: Why a token's signature was refused (issue 18): the verifier's stable ``detail``
 #: (:mod:`vaultcore.crypto.wallet_token`) -> (code, ``error_message``). Same codes and HTTP status as before,
-#: one message per cause; the README's "Wallet and fraud error codes" lists them. A message names the failing
-#: check only: never a certificate, a key, a subject name or a time from the token.
+#: one message per cause; docs/integrators/wallets.md "Wallet and fraud error codes" lists them. A message names the
+#: failing check only: never a certificate, a key, a subject name or a time from the token.
 SIGNATURE_REFUSALS: dict[str, tuple[int, str]] = {
     # 707: the CMS signature itself
     "cms_malformed": (W.SIGNATURE_INVALID, "The wallet token signature is invalid: it is not a well-formed CMS "

@@ -9,9 +9,9 @@ Request (JSON): ``account_id``, ``api_accesskey``, ``display_name`` (1-64 charac
 domain or a URL on it: it must be one of the account's wallet domains, 716), ``merchant_id`` (the wallet
 merchant identifier; it must be the account's, 718).
 
-Errors are the gateway error body with gateway codes and an HTTP status by class (README "Wallet session"):
-400 for the request (100 not one JSON object or refused by the input gate, 200 a field missing or empty, 219 a
-field's type or length, 701, 716-718), 401 for the credentials (200 ``account_id``/``api_accesskey`` missing,
+Errors are the gateway error body with gateway codes and an HTTP status by class (docs/integrators/wallets.md "Wallet
+session"): 400 for the request (100 not one JSON object or refused by the input gate, 200 a field missing or empty, 219
+a field's type or length, 701, 716-718), 401 for the credentials (200 ``account_id``/``api_accesskey`` missing,
 101 ``account_id`` not 12 digits, 102 authentication failed), 502 for the vendor (719), 500 internal (1).
 
 The vendor endpoint is one per stack: ``WALLET_MERCHANT_VALIDATION_URL`` (the vendor's published payment
@@ -62,8 +62,8 @@ _USER_AGENT = "vaultcore-wallet/1"
 _MAX_RESPONSE = 65_536
 _log = get_logger("wallet.session")
 
-#: Every ``error_code`` this endpoint answers, with its HTTP status: the README's "Wallet session errors" table
-#: and the OpenAPI enum are this dict (tests/unit/test_openapi_contracts.py).
+#: Every ``error_code`` this endpoint answers, with its HTTP status: the "Wallet session errors" table of
+#: docs/integrators/wallets.md and the OpenAPI enum are this dict (tests/unit/test_openapi_contracts.py).
 SESSION_ERRORS: dict[int, str] = {
     1: "Internal error: a dependency is unavailable (HTTP 500).",
     100: "The body is not one JSON object, or the request was refused by the input gate (HTTP 400).",

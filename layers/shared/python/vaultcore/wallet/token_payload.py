@@ -46,7 +46,7 @@ __all__ = [
 MAX_PAYLOAD_CHARS = 32_768  # a real token is about 3 KB; the bound keeps parsing cheap
 
 #: ISO 4217 numeric code -> alphabetic code, for the currencies wallets are used with. A token in a currency
-#: missing here is refused as a currency mismatch (listed in the README).
+#: missing here is refused as a currency mismatch (711, docs/integrators/wallets.md "Wallet and fraud error codes").
 ISO4217_NUMERIC: dict[str, str] = {
     "840": "USD", "978": "EUR", "826": "GBP", "392": "JPY", "124": "CAD", "036": "AUD", "756": "CHF",
     "156": "CNY", "344": "HKD", "702": "SGD", "554": "NZD", "752": "SEK", "578": "NOK", "208": "DKK",

@@ -8,7 +8,7 @@
  *
  * The card and bank fields live in an iframe of the platform's origin; this page never sees their values.
  * Messages go to the platform's origin only and are accepted only from it (and from our own iframe window).
- * No dependency, no cookie, no storage. README "Payment iFrame".
+ * No dependency, no cookie, no storage. See docs/integrators/iframe.md.
  */
 (function (global) {
   "use strict";
