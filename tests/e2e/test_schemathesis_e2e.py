@@ -1,4 +1,5 @@
-"""schemathesis, driven by every OpenAPI document in ``openapi/``, against the local runner (README "API contracts").
+"""schemathesis, driven by every OpenAPI document in ``openapi/``, against the local runner
+(docs/integrators/openapi.md).
 
 One test per document, one test item per operation (schemathesis' pytest integration): the examples, coverage
 and fuzzing phases generate requests from the document (valid and invalid ones), send them to a runner of this
@@ -90,7 +91,8 @@ def _plain(value: Any) -> Any:
 
 # ------------------------------------------------------------------------------------------------ credentials
 class HmacSigner(requests.auth.AuthBase):
-    """Signs the request exactly as sent (README "The HMAC scheme"): the prepared request's path and body bytes.
+    """Signs the request exactly as sent (docs/integrators/authentication.md, "The HMAC scheme"): the prepared
+    request's path and body bytes.
 
     70 % of the requests get the demo partner's HMAC header, 10 % ``Basic`` of the key-security partner; the rest
     go out with whatever was generated (no ``Authorization``, or a random one)."""

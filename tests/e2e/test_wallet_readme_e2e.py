@@ -44,7 +44,7 @@ def _json_documents(text: str) -> list:
         out.append(value)
 
 
-@pytest.mark.skipif(not shutil.which("curl"), reason="the README's examples use curl")
+@pytest.mark.skipif(not shutil.which("curl"), reason="the examples of docs/integrators/wallets.md use curl")
 def test_the_wallet_section_runs_as_written(runner, tmp_path):
     blocks = wallet_blocks()
     assert len(blocks) == 2, "the wallet section's sh blocks changed: update this test with them"

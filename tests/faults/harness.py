@@ -21,7 +21,8 @@ Invariants (:meth:`Scenario.check`), each a list of human-readable violations:
     exactly one 2xx-answered POST per delivery id (``postbacks_delivered_twice``);
 (d) ``false_auth_failures``: a correctly signed request answered 1003 (or 8003);
 (e) ``self_collisions``: 409 / error 601 for a key only one client uses, one request at a time (except a replay
-    within the 30 s lock of a first request that died or whose outcome was unknown -- README "Idempotency");
+    within the 30 s lock of a first request that died or whose outcome was unknown -- docs/integrators/gateway.md
+    "Idempotency");
 (f) ``tokens_not_detokenizing``: an issued token that a detokenize-only SALE does not turn back into its card;
 (g) ``undocumented_answers`` (status/body not in openapi/*.json) and ``false_nothing_charged`` ("nothing was
     charged" while the key has an approved transaction).
@@ -58,7 +59,7 @@ REGION = "us-east-1"
 DDB_WRITES = ["DynamoDB_20120810.PutItem", "DynamoDB_20120810.UpdateItem", "DynamoDB_20120810.TransactWriteItems",
               "DynamoDB_20120810.DeleteItem"]
 CARD = "4242424242424242"
-HELD_SECONDS = 30  # README "Idempotency": an in-progress key's lock lapses after 30 s
+HELD_SECONDS = 30  # docs/integrators/gateway.md "Idempotency": an in-progress key's lock lapses after 30 s
 INVARIANTS = ("unanswered_approvals", "double_charges", "postbacks_missing", "postbacks_multiple_ids",
               "attempts_repeated", "postbacks_delivered_twice", "false_auth_failures", "self_collisions",
               "tokens_not_detokenizing", "undocumented_answers", "false_nothing_charged")
@@ -139,7 +140,7 @@ def admin(base_url: str, method: str, path: str, body: Any = None) -> tuple[int,
 
 
 def sign(partner_id: str, hmac_key: str, path: str, body: bytes) -> str:
-    """README "The HMAC scheme" (the key as issued), as tests/spec_client.py."""
+    """docs/integrators/authentication.md "The HMAC scheme" (the key as issued), as tests/spec_client.py."""
     nonce, ts = secrets.token_hex(16), int(time.time())
     to_sign = f"POST {path}\n{nonce}\n{ts}\n\n{hashlib.sha256(body).hexdigest()}"
     response = hmac.new(hmac_key.encode(), to_sign.encode(), hashlib.sha256).hexdigest()

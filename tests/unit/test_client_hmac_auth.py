@@ -1,8 +1,8 @@
 """clients/python/vault_hmac_auth.py (issue 22): the integrators' ``httpx.Auth`` for the HMAC scheme.
 
-Checked against the README's recipes (the openssl one and the standard-library one, "The HMAC scheme"), against the
-platform's verifier (``vaultcore.auth``), and on the bytes httpx really sends for JSON, form, raw and streamed
-bodies. The end-to-end use with generated clients is tests/e2e/test_generated_clients_e2e.py.
+Checked against the recipes of docs/integrators/authentication.md (the openssl one and the standard-library one, "The
+HMAC scheme"), against the platform's verifier (``vaultcore.auth``), and on the bytes httpx really sends for JSON,
+form, raw and streamed bodies. The end-to-end use with generated clients is tests/e2e/test_generated_clients_e2e.py.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ HEADER = re.compile(r'Hmac username="demo", nonce="([0-9a-f]{32})", timestamp="(
 
 
 def _readme_stdlib(partner_id: str, hmac_key: str, path: str, body: bytes, nonce: str, ts: int) -> str:
-    """The README's standard-library example, with the nonce and timestamp given."""
+    """The standard-library example of docs/integrators/authentication.md, with the nonce and timestamp given."""
     to_sign = f"POST {path}\n{nonce}\n{ts}\n\n{hashlib.sha256(body).hexdigest()}"
     response = hmac.new(hmac_key.encode(), to_sign.encode(), hashlib.sha256).hexdigest()
     return f'Hmac username="{partner_id}", nonce="{nonce}", timestamp="{ts}", response="{response}"'
