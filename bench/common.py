@@ -13,6 +13,10 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from local.runner import Platform
 
 ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("LOG_LEVEL", "WARNING")  # benchmarks print figures, not request logs
@@ -25,7 +29,9 @@ spec = importlib.util.spec_from_file_location("app", sys.argv[1])
 mod = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(mod)
 app_ms = (time.perf_counter() - t) * 1000
-route = re.search(r'api_handler\\(\\s*"\\w+", "([\\w.]+):', open(sys.argv[1]).read())
+text = open(sys.argv[1]).read()
+handed = re.search(r'api_handler\\(\\s*"\\w+", (\\w+)', text)  # the route app.py hands to api_handler
+route = handed and re.search(rf'^from ([\\w.]+) import {handed.group(1)}$', text, re.M)
 t = time.perf_counter()
 if route:
     importlib.import_module(route.group(1))
@@ -60,7 +66,7 @@ def cold_import_ms(app_path: Path, runs: int = 7) -> tuple[float, float]:
 
 
 @contextlib.contextmanager
-def in_process_platform() -> Iterator[object]:
+def in_process_platform() -> Iterator[Platform]:
     from moto import mock_aws
 
     for k in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
