@@ -269,6 +269,9 @@ class Requests:
     def postback_outbox(self) -> dict[str, Any]:
         return {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
 
+    def wallet_certificates(self) -> dict[str, Any]:
+        return {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+
     def maker(self, function: str) -> Callable[[], dict[str, Any]] | None:
         return getattr(self, function, None)
 
@@ -284,6 +287,7 @@ DESCRIPTIONS = {
     "wallet_session": "session for an account without wallet settings (refused after the account lookup)",
     "postback": "one SQS record delivered to the echo page", "postback_outbox": "scheduled sweep (empty outbox)",
     "proxy_log_shipper": "one subscription delivery of one proxy log line",
+    "wallet_certificates": "daily certificate check (one Scan of the Registry)",
 }
 
 
