@@ -42,10 +42,11 @@ QSAPI_DESCRIPTIONS: dict[str, str] = {
                      "instead. Any authentication failure: 102 `Invalid account_id`.",
     "hash": "The original's hash authentication, sent instead of `api_accesskey` (or with it): lowercase hex "
             "SHA-256 of `account_id,api_accesskey,timestamp[,value of each variable named in hash_key]` (102 on "
-            "mismatch). docs/integrators/gateway.md, \"Gateway authentication\".",
-    "timestamp": "With `hash`: unix seconds, within 15 minutes of server time (102).",
-    "hash_key": "With `hash`: comma-separated names (at most 20) of variables whose values are appended to the "
-                "hashed text, in that order (102).",
+            "mismatch). Accepted once. docs/integrators/gateway.md, \"Gateway authentication\".",
+    "timestamp": "With `hash`: unix seconds, at most 15 minutes old and at most 60 s in the future (102).",
+    "hash_key": "With `hash`: comma-separated names (at most 64) of variables whose values are appended to the "
+                "hashed text, in that order; it must name every variable the request sends but `account_id`, "
+                "`api_accesskey`, `timestamp`, `hash` and `hash_key` (102).",
     "response_format": "`JSON` (the default; anything else: 104).",
     "transaction_type": "`SALE`, `AUTHORIZATION`, `CAPTURE`, `REFUND` or `REVERSAL` (case-insensitive; 105). "
                         "Required (200). CAPTURE, REFUND and REVERSAL name the transaction they act on with "

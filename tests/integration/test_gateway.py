@@ -254,48 +254,55 @@ def _digest(account_id: str, key: str, ts, *extra: str) -> str:
     return hashlib.sha256(",".join([account_id, key, str(ts), *extra]).encode()).hexdigest()
 
 
+def _hashed(account_id: str, key: str, ts, variables: dict, names: list[str] | None = None) -> dict:
+    """``variables`` with hash authentication: hash_key names every variable (issue 27), sorted unless ``names``."""
+    names = sorted(variables) if names is None else names
+    return {**variables, "account_id": account_id, "timestamp": str(ts), "hash_key": ",".join(names),
+            "hash": _digest(account_id, key, ts, *[variables.get(n, "") for n in names])}
+
+
 def test_hash_authentication(gw):
-    """Issue 20: the original's hash authentication, sent without api_accesskey (the key is KMS-wrapped)."""
+    """Issue 20: the original's hash authentication, sent without api_accesskey (the key is KMS-wrapped); issue
+    27: hash_key names every variable sent, and each hash is accepted once."""
     now = int(clock.now())
     acct, key = gw.creds["account_id"], gw.creds["api_accesskey"]
-    base = {"account_id": acct, "transaction_type": "SALE", "tender_type": "CARD", "card_number": VISA,
-            "card_expiration": "1230", "transaction_amount": "3.00"}
+    base = {"transaction_type": "SALE", "tender_type": "CARD", "card_number": VISA, "card_expiration": "1230",
+            "transaction_amount": "3.00"}
 
-    def hashed(variables: dict, **auth):
-        status, _, body = gw.post({**base, **variables, **auth})
+    def post(variables: dict):
+        status, _, body = gw.post(variables)
         assert status == 200, body
         return body
 
-    # without api_accesskey: plain, then with hash_key fields (their values appended in the order named)
-    assert hashed({}, timestamp=str(now), hash=_digest(acct, key, now))["transaction_approved"]
-    assert hashed({"transaction_description": "Order 7"}, timestamp=str(now),
-                  hash_key="transaction_amount,transaction_description",
-                  hash=_digest(acct, key, now, "3.00", "Order 7"))["transaction_approved"]
+    # without api_accesskey, the values appended in the order hash_key names them
+    assert post(_hashed(acct, key, now, base))["transaction_approved"]
+    named = ["transaction_amount", "transaction_description", "transaction_type", "tender_type", "card_number",
+             "card_expiration"]
+    assert post(_hashed(acct, key, now, {**base, "transaction_description": "Order 7"}, named))["transaction_approved"]
     # the hash binds the named value: another amount fails
-    assert hashed({"transaction_amount": "300.00"}, timestamp=str(now), hash_key="transaction_amount",
-                  hash=_digest(acct, key, now, "3.00"))["error_code"] == 102
+    assert post({**_hashed(acct, key, now - 1, base), "transaction_amount": "300.00"})["error_code"] == 102
     # with api_accesskey too: both are checked
-    assert gw.pay(**base, timestamp=str(now), hash=_digest(acct, key, now))["transaction_approved"]
+    assert gw.pay(**_hashed(acct, key, now - 2, base))["transaction_approved"]
     refusals = [
-        hashed({}, timestamp=str(now - 901), hash=_digest(acct, key, now - 901)),  # stale timestamp
-        hashed({}, timestamp=str(now + 901), hash=_digest(acct, key, now + 901)),  # from the future
-        hashed({}, timestamp=str(now), hash="0" * 64),  # wrong hash
-        hashed({}, timestamp=str(now), hash=_digest(acct, "0" * 32, now)),  # hashed with another key
-        hashed({}, timestamp=str(now)),  # no hash
-        hashed({}, hash=_digest(acct, key, now)),  # no timestamp
-        hashed({}, timestamp=str(now), hash_key="zip", hash=_digest(acct, key, now, "")),  # names an absent variable
-        hashed({"account_id": "999999999999"}, timestamp=str(now), hash=_digest("999999999999", key, now)),
-        gw.pay(**{**base, "api_accesskey": "0" * 32}, timestamp=str(now), hash=_digest(acct, key, now)),
+        post(_hashed(acct, key, now - 901, base)),  # stale timestamp
+        post(_hashed(acct, key, now + 61, base)),  # from the future (more than 60 s)
+        post({**_hashed(acct, key, now - 3, base), "hash": "0" * 64}),  # wrong hash
+        post(_hashed(acct, "0" * 32, now - 3, base)),  # hashed with another key
+        post({**_hashed(acct, key, now - 3, base), "hash": ""}),  # no hash
+        post({**_hashed(acct, key, now - 3, base), "timestamp": ""}),  # no timestamp
+        post(_hashed(acct, key, now - 3, base, [*sorted(base), "zip"])),  # names an absent variable
+        post(_hashed("999999999999", key, now - 3, base)),  # another account
+        gw.pay(**{**_hashed(acct, key, now - 4, base), "api_accesskey": "0" * 32}),
     ]
     assert [(r["error_code"], r["error_message"]) for r in refusals] == [(102, "Invalid account_id")] * len(refusals)
     assert not any("transaction_id" in r for r in refusals)
     # the reporting interface takes the same hash authentication
-    report = call(gw.platform, "ReportingFunction", "POST", RSAPI,
-                  {"account_id": acct, "timestamp": str(now), "hash": _digest(acct, key, now)})
+    report = call(gw.platform, "ReportingFunction", "POST", RSAPI, _hashed(acct, key, now - 5, {}))
     assert report[0] == 200 and report[2]["error"] is False, report
-    # an idempotent request authenticated by hash is fingerprinted with the account's key (no api_accesskey sent)
-    keyed = hashed({"idempotency_key": "hash-auth-1"}, timestamp=str(now), hash=_digest(acct, key, now))
-    again = hashed({"idempotency_key": "hash-auth-1"}, timestamp=str(now), hash=_digest(acct, key, now))
+    # an idempotent request authenticated by hash is fingerprinted with the account's key (no api_accesskey sent);
+    # its retry is signed again (a hash is accepted once)
+    keyed = post(_hashed(acct, key, now - 6, {**base, "idempotency_key": "hash-auth-1"}))
+    again = post(_hashed(acct, key, now - 7, {**base, "idempotency_key": "hash-auth-1"}))
     assert keyed["transaction_approved"] and again["transaction_id"] == keyed["transaction_id"]
 
 

@@ -86,7 +86,10 @@ def test_a_flush_writes_one_emf_line_with_values_as_root_members():
     assert doc["correlation_id"] == "api-gateway-request-id"
     by_name = {m["Name"]: (m["Unit"], d["Namespace"], d["Dimensions"])
                for d in doc["_aws"]["CloudWatchMetrics"] for m in d["Metrics"]}
-    assert by_name["AuthenticationFailures"] == ("Count", "VaultPlatform", [["Service"], ["Service", "Function", "Cause"]])
+    # issue 27: by API too, and each of its two keys on its own
+    assert doc["Api"] == "other"  # no API handler set one
+    assert by_name["AuthenticationFailures"] == ("Count", "VaultPlatform", [
+        ["Service"], ["Service", "Api"], ["Service", "Cause"], ["Service", "Function", "Api", "Cause"]])
     assert by_name["TokenizedValues"] == ("Count", "VaultPlatform", [["Service"], ["Service", "Function"]])
     assert by_name["ProxyTotalLatency"][0] == "Milliseconds"
 
@@ -193,7 +196,25 @@ def test_a_missing_authorization_header_is_counted_as_malformed():
 
     with pytest.raises(AuthenticationFailed):
         authenticate_header(request_from_event(api_event("POST", "/api/partner/validate", b"{}")))
-    assert metrics.pending() == [("AuthenticationFailures", "Count", {"Cause": "malformed"}, [1])]
+    assert metrics.pending() == [("AuthenticationFailures", "Count", {"Api": "other", "Cause": "malformed"}, [1])]
+
+
+def test_the_api_dimension_comes_from_the_handler_family_and_route():
+    cases = {("gateway", "/api/qsapi/3.8"): "qsapi", ("gateway", "/api/rsapi/v1/transactions"): "rsapi",
+             ("admin", "/api/v4/accounts/{account_id}/payment-iframe"): "iframe",
+             ("admin", "/admin/v1/partners"): "management", ("secure", "/api/decrypt/parser"): "parser",
+             ("secure", "/api/tokenization/tokenize"): "secure", ("proxy", "/api/v1/partners/{p}"): "proxy",
+             ("checkout", "/payments"): "checkout", ("nothing", "/"): "other"}
+    assert {key: metrics.api_of(*key) for key in cases} == cases
+    try:
+        metrics.set_api("qsapi")
+        metrics.authentication_failed("x", cause="nonce")
+        metrics.set_api("4242424242424242")  # never a value outside the fixed set
+        metrics.authentication_failed("x", cause="4242424242424242")
+    finally:
+        metrics.set_api(None)
+    assert metrics.pending() == [("AuthenticationFailures", "Count", {"Api": "qsapi", "Cause": "nonce"}, [1]),
+                                 ("AuthenticationFailures", "Count", {"Api": "other", "Cause": "other"}, [1])]
 
 
 def test_proxy_phases_are_a_fixed_set_by_target_status_class():

@@ -14,15 +14,17 @@ module and about 0.5 ms (it imports nothing the logger has not imported already)
 The document (https://docs.aws.amazon.com/AmazonCloudWatch/latest/monitoring/CloudWatch_Embedded_Metric_Format_Specification.html)::
 
     {"_aws": {"Timestamp": <ms>, "CloudWatchMetrics": [{"Namespace": "VaultPlatform",
-              "Dimensions": [["Service"], ["Service", "Function", "Cause"]],
+              "Dimensions": [["Service"], ["Service", "Api"], ["Service", "Cause"],
+                             ["Service", "Function", "Api", "Cause"]],
               "Metrics": [{"Name": "AuthenticationFailures", "Unit": "Count"}]}]},
-     "Service": "<stack name>", "Function": "<function name>", "Cause": "nonce",
+     "Service": "<stack name>", "Function": "<function name>", "Api": "secure", "Cause": "nonce",
      "AuthenticationFailures": 1, "correlation_id": "<request id>"}
 
 Dimensions are low-cardinality by construction: ``Service`` (the stack, ``METRICS_SERVICE``), ``Function`` (the
-Lambda function) and at most one key per metric whose values come from a fixed set (a cause, a result code, an
-outcome, a status class). Every metric is published with two dimension sets: ``[Service]`` (the platform-wide
-figure the alarms watch) and ``[Service, Function, <key>]``. A value that is not a short identifier (or that
+Lambda function) and one key per metric whose values come from a fixed set (a cause, a result code, an
+outcome, a status class), two for AuthenticationFailures (``Api`` and ``Cause``, issue 27). Every metric is
+published with the dimension sets ``[Service]`` (the platform-wide figure the alarms watch) and
+``[Service, Function, <keys>]``, and with ``[Service, <key>]`` for each key of a metric that has two. A value that is not a short identifier (or that
 holds a long run of digits, as a card number would) is published as ``invalid`` instead: partner ids, card data
 and amounts can never become a dimension, and metric values are numbers only.
 
@@ -43,7 +45,7 @@ from typing import Any
 from vaultcore.logs import current_correlation_id
 
 __all__ = ["count", "timing", "flush", "pending", "discard", "render", "NAMESPACE", "auth_cause",
-           "AUTH_CAUSES", "authentication_failed", "decrypt_result", "values_tokenized", "values_detokenized",
+           "AUTH_CAUSES", "APIS", "set_api", "current_api", "api_of", "authentication_failed", "decrypt_result", "values_tokenized", "values_detokenized",
            "proxy_exchange", "gateway_outcome", "gateway_error", "postback_batch", "outbox_sweep", "wallet_certificates"]
 
 NAMESPACE = "VaultPlatform"
@@ -99,7 +101,7 @@ def _record(name: str, value: float, unit: str, dimensions: dict[str, Any]) -> N
 
 
 def count(name: str, value: float = 1, **dimensions: Any) -> None:
-    """Add one Count data point (``value``) to ``name``; ``dimensions``: at most one key, from a fixed set."""
+    """Add one Count data point (``value``) to ``name``; ``dimensions``: keys from fixed sets."""
     _record(name, value, "Count", dimensions)
 
 
@@ -142,9 +144,12 @@ def render(records: list[tuple[str, str, dict[str, str], list[float]]], *, servi
         doc: dict[str, Any] = {"_aws": {"Timestamp": timestamp, "CloudWatchMetrics": []}}
         for keys, metrics in directives.items():
             detail = [*base, *keys]
+            # A record with several keys is also published by each key alone (``[Service, Api]``: one API's
+            # figure without naming a function or a cause).
+            rollups = [["Service", key] for key in keys] if len(keys) > 1 else []
             doc["_aws"]["CloudWatchMetrics"].append({
                 "Namespace": namespace,
-                "Dimensions": [["Service"], detail] if len(detail) > 1 else [["Service"]],
+                "Dimensions": [["Service"], *rollups, detail] if len(detail) > 1 else [["Service"]],
                 "Metrics": [{"Name": name, "Unit": unit} for name, unit, _values in metrics],
             })
             for name, _unit, values in metrics:
@@ -181,9 +186,17 @@ def flush(context: Any = None, *, stream: Any = None) -> list[str]:
 
 # ------------------------------------------------------------------------------- the platform's metrics
 
-#: AuthenticationFailed.reason (vaultcore.auth.authenticator) → the published cause.
+#: AuthenticationFailed.reason (vaultcore.auth.authenticator) → the published cause. The gateway's account
+#: authentication (QSAPI, RSAPI, the iFrame API's Basic credentials, the wallet checkout) adds its own causes
+#: (issue 27): ``unknown_account``, ``access_key`` (a wrong key), ``hash`` (a wrong hash, or one that does not
+#: name every variable), ``timestamp``, ``nonce`` (a hash used before), ``throttled`` (refused unchecked while the
+#: account's failure count is at its limit, vaultcore.store.auth_failures) and ``scope`` (the iFrame API path
+#: names another account).
 AUTH_CAUSES = ("malformed", "unknown_partner", "disabled", "signature", "timestamp", "nonce", "scheme", "basic",
-               "other")
+               "unknown_account", "access_key", "hash", "throttled", "scope", "other")
+#: The ``Api`` dimension of AuthenticationFailures: the interface the failed request was made to.
+APIS = ("secure", "parser", "proxy", "qsapi", "rsapi", "iframe", "wallet", "checkout", "collector", "management",
+        "other")
 _REASON_PREFIXES = (
     ("malformed basic", "basic"), ("wrong partner key", "basic"),
     ("malformed", "malformed"), ("missing or non-ascii", "malformed"),
@@ -204,9 +217,33 @@ def auth_cause(reason: str | int) -> str:
     return causes[0] if causes else "other"
 
 
-def authentication_failed(reason: str | int) -> None:
-    """One failed partner authentication (the caller saw the uniform 1003, or a body-credential 110x)."""
-    count("AuthenticationFailures", Cause=auth_cause(reason))
+def set_api(api: str | None) -> None:
+    """The API this thread's invocation serves (the API handler sets it from the route; None forgets it)."""
+    _local.api = api if api in APIS else ("other" if api else None)
+
+
+def current_api() -> str:
+    return getattr(_local, "api", None) or "other"
+
+
+def api_of(family: str, resource: str) -> str:
+    """The ``Api`` dimension of a request: the handler's error family, refined by the route where one family
+    serves several interfaces."""
+    if family == "gateway":
+        return "rsapi" if resource.startswith("/api/rsapi") else "qsapi"
+    if family == "admin":
+        return "iframe" if resource.startswith(("/api/v4/accounts", "/iframe")) else "management"
+    if family == "secure":
+        return "parser" if resource.startswith("/api/decrypt") else "secure"
+    return family if family in APIS else "other"
+
+
+def authentication_failed(reason: str | int, *, cause: str | None = None) -> None:
+    """One failed authentication: a partner's (the caller saw the uniform 1003, or a body-credential 110x; the
+    cause from ``reason``) or a gateway account's (the uniform 102, or the iFrame API's 1003; ``cause`` one of
+    :data:`AUTH_CAUSES`). The ``Api`` dimension is the invocation's (:func:`set_api`)."""
+    published = (cause if cause in AUTH_CAUSES else "other") if cause is not None else auth_cause(reason)
+    count("AuthenticationFailures", Api=current_api(), Cause=published)
 
 
 def decrypt_result(code: int | str) -> None:

@@ -29,6 +29,10 @@ class Settings:
     key_cache_seconds: float
     hmac_accept_decoded_key: bool = True
     audit_table: str = "Audit"  # detokenization audit records (issue 21, vaultcore.store.audit)
+    # issue 27: per-credential failure counts (vaultcore.store.auth_failures): this many failures in one window
+    # refuse every attempt on the credential until the window ends
+    auth_failure_limit: int = 20
+    auth_failure_window_seconds: int = 300
 
     @property
     def is_cert(self) -> bool:
@@ -63,6 +67,8 @@ def settings() -> Settings:
         # legacy decoded form.
         hmac_accept_decoded_key=env.get("HMAC_ACCEPT_DECODED_KEY", "1") != "0",
         audit_table=env.get("AUDIT_TABLE", "Audit"),
+        auth_failure_limit=int(env.get("AUTH_FAILURE_LIMIT", "20")),
+        auth_failure_window_seconds=int(env.get("AUTH_FAILURE_WINDOW_SECONDS", "300")),
     )
 
 

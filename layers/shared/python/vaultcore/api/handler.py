@@ -26,10 +26,27 @@ from vaultcore.api.http import Request, Response, request_from_event
 from vaultcore.api.responses import error_response, internal_error_response
 from vaultcore.errors import AuthenticationFailed, VaultError
 from vaultcore.logs import clear_request_context, get_logger, set_request_context
+from vaultcore.metrics import api_of, set_api
 from vaultcore.metrics import flush as flush_metrics
 from vaultcore.runtime import init
 
-__all__ = ["api_handler", "Route"]
+__all__ = ["api_handler", "Route", "SECURITY_HEADERS", "with_security_headers"]
+
+#: On every response of every API (issue 27): browsers reach the platform over HTTPS only, for two years, on every
+#: subdomain too (RFC 6797; docs/operators/security.md "HTTPS only"). API Gateway's own responses (an unknown
+#: route, throttling) carry the same header through the APIs' gateway responses (template.yaml).
+SECURITY_HEADERS = {"Strict-Transport-Security": "max-age=63072000; includeSubDomains"}
+
+
+def with_security_headers(event: dict[str, Any]) -> dict[str, Any]:
+    """The Lambda proxy response ``event`` with :data:`SECURITY_HEADERS` (they replace any a route set, the
+    proxy's target's too: the policy is the platform's, not the target's)."""
+    headers = {k: v for k, v in (event.get("headers") or {}).items() if k.lower() not in _SECURITY_NAMES}
+    event["headers"] = {**headers, **SECURITY_HEADERS}
+    return event
+
+
+_SECURITY_NAMES = frozenset(name.lower() for name in SECURITY_HEADERS)
 
 Route = Callable[[Request], Response]
 _log = get_logger("api")
@@ -61,9 +78,11 @@ def api_handler(family: str, route: Route, *, aws: tuple[str, ...] = ()
             set_request_context(str(ctx.get("requestId") or "") or None if isinstance(ctx, dict) else None)
             _log.warning("unreadable event refused")
             clear_request_context()
-            return error_response(family, InputRejected("The request could not be read.", "text")).to_event()
+            return with_security_headers(
+                error_response(family, InputRejected("The request could not be read.", "text")).to_event())
         request_id = request.request_id or getattr(context, "aws_request_id", "")
         set_request_context(request_id)
+        set_api(api_of(family, request.resource))  # the Api dimension of AuthenticationFailures
         started = time.perf_counter()
         try:
             check_request(request, family)  # the input gate: nothing malformed reaches a route
@@ -81,7 +100,8 @@ def api_handler(family: str, route: Route, *, aws: tuple[str, ...] = ()
         _log.info("request done", extra={"status": response.status, "route": request.resource,
                                           "duration_ms": round((time.perf_counter() - started) * 1000, 2)})
         flush_metrics(context)  # issue 14: this invocation's metrics, one EMF line (vaultcore.metrics)
+        set_api(None)
         clear_request_context()
-        return response.to_event()
+        return with_security_headers(response.to_event())
 
     return lambda_handler

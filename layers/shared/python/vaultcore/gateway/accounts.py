@@ -28,10 +28,18 @@ same text (``Invalid account_id``), whatever the cause:
 
 * ``account_id`` and ``api_accesskey``: the key compared with the unwrapped one by :func:`hmac.compare_digest`;
 * the original's hash authentication (public-facts), **without** ``api_accesskey``: ``timestamp`` (unix seconds,
-  within 15 minutes of server time) and ``hash`` = lowercase hex SHA-256 of ``account_id,api_accesskey,timestamp``
-  followed by the values of the variables named in ``hash_key`` (comma-separated), all joined by commas; the
-  server recomputes it with the unwrapped key and compares in constant time. Sent with ``api_accesskey`` too, both
-  are checked.
+  at most 15 minutes old and at most 60 s in the future) and ``hash`` = lowercase hex SHA-256 of
+  ``account_id,api_accesskey,timestamp`` followed by the values of the variables named in ``hash_key``
+  (comma-separated), all joined by commas; the server recomputes it with the unwrapped key and compares in
+  constant time. Sent with ``api_accesskey`` too, both are checked. Issue 27: ``hash_key`` must name every
+  variable the request sends but the credentials and the hash's own (:data:`UNHASHED_VARIABLES`), so a hash binds
+  the transaction type, the amounts, the payment data, the transaction acted on and all the rest; and each hash
+  is accepted once (the Nonces table, as the HMAC scheme's nonces: ``gateway-hash#<account_id>`` / the hash,
+  kept until its timestamp is stale).
+
+Every failure counts in the AuthenticationFailures metric (by API and cause) and in the account id's failure
+count (:mod:`vaultcore.store.auth_failures`): at ``AUTH_FAILURE_LIMIT`` failures in a window every attempt on the
+account is refused until the window ends.
 
 Timing does not tell an unknown account from a known one: a failure that made no table read makes a decoy read
 (issue 12), and an account id whose key is not unwrapped (unknown, legacy) costs one KMS Decrypt of a decoy
@@ -49,18 +57,23 @@ import secrets
 from dataclasses import dataclass, field
 from typing import Any
 
-from vaultcore import clock
+from vaultcore import clock, metrics
 from vaultcore.cache import ContainerCache
 from vaultcore.errors import Conflict, NotFound, ValidationError
 from vaultcore.gateway.errors import E, GatewayError
 from vaultcore.ids import numeric_id
 from vaultcore.postback.target import PostbackTarget
-from vaultcore.store import registry
+from vaultcore.store import auth_failures, registry
 from vaultcore.store.keys import unwrap_secret, wrap_secret
+from vaultcore.store.nonces import claim_nonce, decoy_claim
 
 __all__ = [
     "OPTION_NAMES",
     "HASH_WINDOW_SECONDS",
+    "HASH_FUTURE_SECONDS",
+    "HASH_KEY_MAX_NAMES",
+    "UNHASHED_VARIABLES",
+    "hash_names_required",
     "Account",
     "create_account",
     "get_account",
@@ -77,7 +90,16 @@ __all__ = [
 
 OPTION_NAMES = ("tokenization", "token_payments", "token_data_in_postback", "token_data_in_rsapi", "fraud_scoring",
                 "fraud_in_rsapi", "credit")  # issue 20: CREDIT (unreferenced refunds), off unless enabled  # issue 8: the reporting interface returns fraud_score/_recommendation/_reasons
+#: A hash is accepted once (issue 27), if its timestamp is at most this old ...
 HASH_WINDOW_SECONDS = 15 * 60
+#: ... and at most this far in the future (clock drift, as the HMAC scheme allows).
+HASH_FUTURE_SECONDS = 60
+#: At most this many names in ``hash_key``.
+HASH_KEY_MAX_NAMES = 64
+#: The variables a ``hash_key`` never names: the credentials and the hash's own.
+UNHASHED_VARIABLES = frozenset({"account_id", "api_accesskey", "hash", "hash_key", "timestamp"})
+# Hashes used are recorded in the Nonces table under this prefix and the account id (partner ids have no '#').
+_HASH_NONCE_PREFIX = "gateway-hash#"
 _NEEDS_PARTNER = ("tokenization", "token_payments")
 _DUMMY_HASH = hashlib.sha256(b"no such account").hexdigest().encode()
 _cache: ContainerCache[Account] = ContainerCache("record_cache_seconds", max_items=4096)
@@ -311,31 +333,56 @@ def _fail() -> GatewayError:
 
 
 def authenticate(variables: dict[str, str], *, now: float) -> Account:
-    """The account the request's credentials name; every failure is the same error 102 ``Invalid account_id``."""
+    """The account the request's credentials name; every failure is the same error 102 ``Invalid account_id``.
+
+    Each failure counts: the AuthenticationFailures metric (by API and cause, vaultcore.metrics) and the
+    account id's failure count (vaultcore.store.auth_failures); while that count is at its limit every attempt
+    on the account is refused unchecked (cause ``throttled``). A hash that passes every other check is claimed
+    last, in the Nonces table, so that it is accepted once (a forged request cannot burn it).
+    """
     account_id = variables.get("account_id")
     if account_id is None:
         raise GatewayError(E.MISSING, "account_id is required.")
     if len(account_id) != 12 or not (account_id.isascii() and account_id.isdigit()):
+        metrics.authentication_failed("malformed", cause="malformed")
         raise GatewayError(E.ACCOUNT_ID)
     key = variables.get("api_accesskey")
     hashed = any(n in variables for n in ("hash", "timestamp", "hash_key"))
     if not key and not hashed:
         raise GatewayError(E.MISSING, "api_accesskey is required.")
     account, fetched = lookup_account(account_id)
+    cause = ""
+    claimed = False
     try:
-        ok = True
+        key_ok = True
         if key:
-            ok = _key_matches(account, account_id, key)
+            key_ok = _key_matches(account, account_id, key)
+        hash_cause = ""
         if hashed:
-            ok = _hash_matches(account, account_id, key if ok else None, variables, now) and ok
-        if not ok or account is None or not account.active:
+            hash_cause = _hash_check(account, account_id, key if key_ok else None, variables, now)
+        # the first cause in this order (every check above has run, whatever failed: issue 12, timing)
+        cause = ("unknown_account" if account is None else "disabled" if not account.active
+                 else "access_key" if not key_ok else hash_cause)
+        if not cause and auth_failures.throttled(account_id, now):
+            cause = "throttled"
+        if not cause and hashed:
+            claimed = True
+            if not claim_nonce(_HASH_NONCE_PREFIX + account_id, variables["hash"], int(now),
+                               int(variables["timestamp"]) + HASH_WINDOW_SECONDS + 1):
+                cause = "nonce"
+        if cause:
             raise _fail()
     except GatewayError:
         if not fetched:
             # Every 102 costs one table read: a wrong key on a cached account, an unknown id (whose lookup
             # read the table) and a bad hash cannot be told apart by their time (issue 12).
             registry.get(_DECOY_PK, "PROFILE")
+        if hashed and not claimed:
+            decoy_claim(int(now))  # every failed hash costs the nonce write a replayed one made
+        metrics.authentication_failed(cause, cause=cause or "other")
+        auth_failures.record_failure(account_id, now)
         raise
+    assert account is not None
     if key and account.key_wrapped is None:
         _migrate(account, key)
     return account
@@ -369,22 +416,36 @@ def _key_matches(account: Account | None, account_id: str, key: str) -> bool:
     return hmac.compare_digest(hashlib.sha256(presented).hexdigest().encode(), legacy) and legacy != _DUMMY_HASH
 
 
-def _hash_matches(account: Account | None, account_id: str, verified_key: str | None, variables: dict[str, str],
-                  now: float) -> bool:
-    """The original's hash authentication; ``verified_key`` is the access key sent and already checked."""
+def hash_names_required(variables: dict[str, str]) -> set[str]:
+    """The variables a hash must name in ``hash_key``: every one the request sends but the credentials and the
+    hash's own (issue 27: the hash binds the transaction type, the amounts, the payment data, the transaction
+    it acts on and everything else the request says)."""
+    return set(variables) - UNHASHED_VARIABLES
+
+
+def _hash_check(account: Account | None, account_id: str, verified_key: str | None, variables: dict[str, str],
+                now: float) -> str:
+    """The original's hash authentication, with this platform's bindings: ``""`` when the hash is right, fresh
+    and names every variable sent, else the cause. ``verified_key`` is the access key sent and already checked.
+    """
     sent, timestamp = variables.get("hash", ""), variables.get("timestamp", "")
     names = [n for n in variables.get("hash_key", "").split(",") if n]
     well_formed = (len(sent) == 64 and timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 12
-                   and len(names) <= 20
-                   and not any(n not in variables or n in ("hash", "hash_key", "api_accesskey") for n in names))
-    fresh = well_formed and abs(now - int(timestamp)) <= HASH_WINDOW_SECONDS
+                   and len(names) <= HASH_KEY_MAX_NAMES and len(set(names)) == len(names)
+                   and not any(n not in variables or n in UNHASHED_VARIABLES for n in names))
+    binds_all = well_formed and set(names) == hash_names_required(variables)
+    age = now - int(timestamp) if well_formed else 0.0
+    fresh = well_formed and -HASH_FUTURE_SECONDS <= age <= HASH_WINDOW_SECONDS
     if verified_key is not None:
         secret = verified_key
     else:
         stored = _stored_key(account, account_id)
         secret = stored.decode("ascii", "replace") if stored is not None else "\x00no key"
     want = expected_hash(account_id, secret, timestamp, [variables.get(n, "") for n in names])
-    return hmac.compare_digest(sent.encode("ascii", "replace"), want.encode("ascii")) and fresh
+    right = hmac.compare_digest(sent.encode("ascii", "replace"), want.encode("ascii"))
+    if not right or not binds_all:
+        return "hash"
+    return "" if fresh else "timestamp"
 
 
 # One KMS Decrypt per account id with no wrapped key, per container and key-cache lifetime: what a real

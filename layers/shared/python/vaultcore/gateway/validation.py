@@ -106,7 +106,7 @@ _VARIABLES: dict[str, tuple[re.Pattern[str], int]] = {
     "api_accesskey": (re.compile(r"[\x21-\x7e]{1,128}"), E.AUTHENTICATION),
     "hash": (re.compile(r"[0-9a-f]{64}"), E.AUTHENTICATION),
     "timestamp": (re.compile(r"[0-9]{1,12}"), E.AUTHENTICATION),
-    "hash_key": (re.compile(r"[a-z0-9_]{1,64}(,[a-z0-9_]{1,64}){0,19}"), E.AUTHENTICATION),
+    "hash_key": (re.compile(r"[a-z0-9_]{1,64}(,[a-z0-9_]{1,64}){0,63}"), E.AUTHENTICATION),
     "card_number": (_digits(13, 19), E.CARD_NUMBER),
     "card_expiration": (re.compile(r"(0[1-9]|1[0-2])[0-9]{2}"), E.CARD_EXPIRATION),
     "card_verification": (_digits(3, 4), E.CARD_VERIFICATION),

@@ -23,11 +23,11 @@ import binascii
 import uuid
 from typing import Any
 
-from vaultcore import clock
+from vaultcore import clock, metrics
 from vaultcore.api.http import Request, Response, json_response
 from vaultcore.errors import AuthenticationFailed, MethodNotAllowed, NotFound
 from vaultcore.gateway.accounts import authenticate
-from vaultcore.gateway.errors import GatewayError
+from vaultcore.gateway.errors import E, GatewayError
 from vaultcore.iframe import capture, configs, instances, page
 from vaultcore.iframe.errors import BODY_INVALID, IframeError
 
@@ -38,25 +38,33 @@ _JS = {"Content-Type": "application/javascript; charset=utf-8", "Cache-Control":
        "X-Content-Type-Options": "nosniff", "Cross-Origin-Resource-Policy": "cross-origin"}
 
 
+def _refused(reason: str, cause: str) -> AuthenticationFailed:
+    metrics.authentication_failed(reason, cause=cause)  # issue 27: Api=iframe (vaultcore.metrics)
+    return AuthenticationFailed(reason)
+
+
 def authenticate_basic(request: Request) -> Any:
     """The gateway account of ``Authorization: Basic base64(account_id:api_accesskey)``; the path's account must
-    be it. Every failure is the same 1003 (the gateway's own checks: constant time, decoy reads)."""
+    be it. Every failure is the same 1003 (the gateway's own checks: constant time, decoy reads) and counts in
+    AuthenticationFailures (the account's own checks count there, and in the account's failure count)."""
     header = request.header("authorization") or ""
     scheme, _, token = header.partition(" ")
     if scheme.lower() != "basic" or not token or len(token) > 400:
-        raise AuthenticationFailed("iframe: no Basic credentials")
+        raise _refused("iframe: no Basic credentials", "malformed")
     try:
         user, sep, password = base64.b64decode(token.strip(), validate=True).decode("utf-8").partition(":")
     except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise AuthenticationFailed("iframe: malformed Basic credentials") from None
+        raise _refused("iframe: malformed Basic credentials", "malformed") from None
     if not sep or not user or not password:
-        raise AuthenticationFailed("iframe: malformed Basic credentials")
+        raise _refused("iframe: malformed Basic credentials", "malformed")
     try:
         account = authenticate({"account_id": user, "api_accesskey": password}, now=clock.now())
-    except GatewayError:
+    except GatewayError as exc:
+        if exc.code not in (E.ACCOUNT_ID, E.AUTHENTICATION):  # those count in authenticate itself
+            metrics.authentication_failed("iframe: account", cause="malformed")
         raise AuthenticationFailed("iframe: account authentication failed") from None
     if request.path_params.get("account_id") != account.account_id:
-        raise AuthenticationFailed("iframe: the path names another account")
+        raise _refused("iframe: the path names another account", "scope")
     return account
 
 
