@@ -250,3 +250,75 @@ def test_failure_counts_are_retry_aware_and_bounded(platform, monkeypatch):
     assert len(item["writers"]["SS"]) == limit
     assert int(item["expiresAt"]["N"]) == (int(now // window) + 2) * window
     assert auth_failures.throttled(credential, now) is True
+
+
+# ---------------------------------------------------------------------------------- item 5: STORE with tokens
+def test_store_with_tokens_answers_a_documented_error(platform):
+    """A STORE with bfid and vault tokens was HTTP 500 (an assertion in _store); it is error 217 now."""
+    status, partner = admin(platform, "POST", "/admin/v1/partners", {"name": "Store tokens", "apiSecurity": "hmac"})
+    assert status == 201
+    status, account = admin(platform, "POST", "/admin/v1/accounts", {
+        "partnerId": partner["partnerId"], "options": {"tokenization": True, "token_payments": True}})
+    assert status == 201, account
+    shop = Shop.__new__(Shop)
+    shop.platform, shop.account_id, shop.key = platform, account["account_id"], account["api_accesskey"]
+    sale = shop.keyed(**SALE)
+    assert sale["transaction_approved"] is True
+    tokens = shop.rsapi({"account_id": shop.account_id, "api_accesskey": shop.key,
+                         "transaction_id": sale["transaction_id"],
+                         "include_fields": "bfid,vault_token_card_number,vault_token_card_expiration"})["transaction"]
+    cases = [{"bfid": tokens["bfid"], "vault_token_card_number": tokens["vault_token_card_number"],
+              "vault_token_card_expiration": tokens["vault_token_card_expiration"]},
+             {"bfid": tokens["bfid"]},
+             {"vault_token_card_number": tokens["vault_token_card_number"],
+              "vault_token_card_expiration": tokens["vault_token_card_expiration"]}]
+    for case in cases:
+        status, _, body = call(platform, "GatewayFunction", "POST", QSAPI, json.dumps({
+            "account_id": shop.account_id, "api_accesskey": shop.key, "transaction_type": "STORE", **case}),
+            {"Content-Type": "application/json"}, resource=QSAPI)
+        assert (status, body["error_code"], body["transaction_approved"]) == (200, 217, False), (case, body)
+        assert "transaction_id" not in body
+
+
+# --------------------------------------------------------------------------------------- item 5: HSTS everywhere
+HSTS = "max-age=63072000; includeSubDomains"
+
+
+def test_every_response_of_every_api_sets_hsts(shop, platform):
+    from tests.helpers import api_event
+
+    answers = {
+        "QSAPI approved": call(platform, "GatewayFunction", "POST", QSAPI, json.dumps(
+            {"account_id": shop.account_id, "api_accesskey": shop.key, **SALE}), resource=QSAPI),
+        "QSAPI refused": call(platform, "GatewayFunction", "POST", QSAPI, "{}", resource=QSAPI),
+        "RSAPI": call(platform, "ReportingFunction", "POST", RSAPI, {"account_id": shop.account_id,
+                                                                     "api_accesskey": shop.key}, resource=RSAPI),
+        "management": call(platform, "ManagementFunction", "GET", "/admin/v1/accounts/" + shop.account_id,
+                           resource="/admin/v1/accounts/{account_id}", path_params={"account_id": shop.account_id}),
+        "the card-entry frame": call(platform, "IframeFunction", "GET", "/iframe/v1/frame", None, None,
+                                     query={"token": "x" * 40, "origin": "https://shop.example"},
+                                     resource="/iframe/v1/frame"),
+        "the frame's script": call(platform, "IframeFunction", "GET", "/iframe/v1/frame.js", resource="/iframe/v1/frame.js"),
+        "the iFrame API refusal": call(platform, "IframeFunction", "GET",
+                                       f"/api/v4/accounts/{shop.account_id}/payment-iframe",
+                                       resource="/api/v4/accounts/{account_id}/payment-iframe",
+                                       path_params={"account_id": shop.account_id}),
+        "secure API refusal": call(platform, "PartnerValidateFunction", "POST", "/api/partner/validate", "{}"),
+        "parser refusal": call(platform, "ParserFunction", "POST", "/api/decrypt/parser", "{}"),
+        "collector": call(platform, "CollectorFunction", "POST", "/api/fraud/collect", "{}"),
+        "checkout refusal": call(platform, "CheckoutFunction", "POST", "/payments", "{}", resource="/payments"),
+    }
+    for name, (status, headers, _body) in answers.items():
+        assert headers.get("Strict-Transport-Security") == HSTS, (name, status, headers)
+    unreadable = platform.invoke("GatewayFunction", {**api_event("POST", QSAPI, "x"), "isBase64Encoded": True,
+                                                     "body": "!"})
+    assert unreadable["headers"]["Strict-Transport-Security"] == HSTS
+
+
+def test_hsts_replaces_a_proxy_targets_own_header():
+    from vaultcore.api.handler import with_security_headers
+    from vaultcore.proxy.service import TargetResponse
+
+    event = TargetResponse(200, b"ok", {"strict-transport-security": "max-age=0", "X-Target": "1"}).to_event()
+    headers = with_security_headers(event)["headers"]
+    assert headers == {"Cache-Control": "no-store", "X-Target": "1", "Strict-Transport-Security": HSTS}

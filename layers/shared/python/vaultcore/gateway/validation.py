@@ -421,6 +421,10 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
             raise GatewayError(E.PAYMENT_DATA, "etoken replaces card data: send no card, bank, reader or token fields.")
         return GatewayRequest(values, ttype, "CARD", 0, currency, "iframe")
 
+    if ttype == "STORE" and (tokens or bfid):
+        # Issue 27: tokens are stored already (a STORE keeps clear card or bank data, or an eToken, as tokens)
+        raise GatewayError(E.PAYMENT_DATA, "A STORE takes card or bank data or an etoken, not bfid or vault tokens.")
+
     if ttype == "FORCE":
         _require(values, "authorization_code")
     elif "authorization_code" in values:
