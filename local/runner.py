@@ -85,10 +85,11 @@ class LambdaContext:
 
 
 class Route:
-    def __init__(self, method: str, path: str, function: str) -> None:
+    def __init__(self, method: str, path: str, function: str, api: str = "") -> None:
         self.method = method.upper()
         self.path = path
         self.function = function
+        self.api = api  # the template's API resource (RestApiId), e.g. ManagementApi
         pattern = re.sub(r"\{(\w+)\+\}", r"(?P<\1>.+)", path)
         pattern = re.sub(r"\{(\w+)\}", r"(?P<\1>[^/]+)", pattern)
         # API Gateway (REST) also routes the path with a trailing slash to a resource (/api/qsapi/3.8/).
@@ -250,7 +251,9 @@ class Platform:
             for event in (props.get("Events") or {}).values():
                 eprops = resolve(event.get("Properties", {}))
                 if event["Type"] == "Api":
-                    self.routes.append(Route(eprops["Method"], eprops["Path"], name))
+                    api = (event.get("Properties") or {}).get("RestApiId")
+                    self.routes.append(Route(eprops["Method"], eprops["Path"], name,
+                                             api.get("Ref", "") if isinstance(api, dict) else str(api or "")))
                 elif event["Type"] == "Schedule":
                     self.schedules.append({"function": name, "every": _rate_seconds(str(eprops["Schedule"]))})
                 elif event["Type"] == "SQS":
@@ -449,6 +452,31 @@ class Platform:
             self.moto.stop()
 
 
+MANAGEMENT_API = "ManagementApi"
+#: The names the runner answers to (it listens on 127.0.0.1 only).
+LOOPBACK_NAMES = ("127.0.0.1", "localhost", "[::1]")
+
+
+def management_refusal(method: str, host: str | None, content_type: str | None, port: int
+                       ) -> tuple[int, str] | None:
+    """Why the runner refuses a request to the management API, or None (issue 27; docs/local.md).
+
+    Deployed, the management API takes IAM-signed requests only; locally it has no authentication, so the runner
+    keeps browsers out of it: a ``Host`` other than its own (``127.0.0.1``, ``localhost`` or ``[::1]`` with its
+    port: a DNS-rebinding page's requests carry the attacker's name) is 421, and a request other than GET or
+    HEAD without ``Content-Type: application/json`` is 415 (a page can send a cross-site ``no-cors`` POST only as
+    ``text/plain``, form or multipart; ``application/json`` needs a CORS preflight, which the runner never grants).
+    """
+    allowed = {f"{name}:{port}" for name in LOOPBACK_NAMES}
+    if (host or "").strip().lower() not in allowed:
+        return 421, "The local management API answers only to its own Host (127.0.0.1, localhost or [::1] and its port)."
+    if method.upper() not in ("GET", "HEAD"):
+        media = (content_type or "").split(";", 1)[0].strip().lower()
+        if media != "application/json":
+            return 415, "The local management API takes Content-Type: application/json."
+    return None
+
+
 def make_http_handler(platform: Platform) -> type[BaseHTTPRequestHandler]:
     extra_routes = _extra_routes()
 
@@ -479,6 +507,14 @@ def make_http_handler(platform: Platform) -> type[BaseHTTPRequestHandler]:
             route, params = found
             if route is None:
                 return self._reply(405, {"Content-Type": "application/json"}, b'{"message": "Method Not Allowed"}')
+            if route.api == MANAGEMENT_API:
+                address = self.server.server_address
+                refusal = management_refusal(self.command, self.headers.get("Host"), self.headers.get("Content-Type"),
+                                             int(address[1]) if isinstance(address, tuple) else 0)
+                if refusal is not None:
+                    status, message = refusal
+                    return self._reply(status, {"Content-Type": "application/json"},
+                                       json.dumps({"message": message}).encode())
             headers = list(self.headers.items())  # every field, repeated names included, in order
             event = platform.api_event(self.command, self.path, headers, body, route, params, self.client_address[0])
             try:
