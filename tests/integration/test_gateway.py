@@ -324,9 +324,8 @@ def test_legacy_hash_only_account_migrates_on_its_next_login(platform, gw):
                     ExpressionAttributeValues={":h": {"S": hashlib.sha256(key.encode()).hexdigest()}})
     accounts._cache.invalidate(acct)
     now = int(clock.now())
-    hashed = {"account_id": acct, "transaction_type": "SALE", "tender_type": "CARD", "card_number": VISA,
-              "card_expiration": "1230", "transaction_amount": "2.00", "timestamp": str(now),
-              "hash": _digest(acct, key, now)}
+    hashed = _hashed(acct, key, now, {"transaction_type": "SALE", "tender_type": "CARD", "card_number": VISA,
+                                      "card_expiration": "1230", "transaction_amount": "2.00"})
     assert gw.post(hashed)[2]["error_code"] == 102  # the server cannot compute the hash yet
     _, _, wrong = gw.post({**hashed, "api_accesskey": "0" * 32})
     assert wrong["error_code"] == 102 and "keyWrapped" not in _registry_item(acct)  # no migration on a failure
