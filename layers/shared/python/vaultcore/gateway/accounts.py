@@ -360,11 +360,12 @@ def authenticate(variables: dict[str, str], *, now: float) -> Account:
         hash_cause = ""
         if hashed:
             hash_cause = _hash_check(account, account_id, key if key_ok else None, variables, now)
+        # Asked whatever the credentials (a right guess must not cost more than a wrong one: the state is read
+        # from the table at most once per container and RECORD_CACHE_SECONDS).
+        throttled = auth_failures.throttled(account_id, now)
         # the first cause in this order (every check above has run, whatever failed: issue 12, timing)
         cause = ("unknown_account" if account is None else "disabled" if not account.active
-                 else "access_key" if not key_ok else hash_cause)
-        if not cause and auth_failures.throttled(account_id, now):
-            cause = "throttled"
+                 else "access_key" if not key_ok else hash_cause or ("throttled" if throttled else ""))
         if not cause and hashed:
             claimed = True
             if not claim_nonce(_HASH_NONCE_PREFIX + account_id, variables["hash"], int(now),
