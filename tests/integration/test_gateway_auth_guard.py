@@ -322,3 +322,25 @@ def test_hsts_replaces_a_proxy_targets_own_header():
     event = TargetResponse(200, b"ok", {"strict-transport-security": "max-age=0", "X-Target": "1"}).to_event()
     headers = with_security_headers(event)["headers"]
     assert headers == {"Cache-Control": "no-store", "X-Target": "1", "Strict-Transport-Security": HSTS}
+
+
+def test_failure_counts_never_change_an_answer_when_the_table_fails(shop, monkeypatch):
+    """The counts are a guard, not a dependency: a Nonces table that cannot be read or written leaves the right
+    key working and a wrong one refused with the same 102 (logged, not counted)."""
+    from botocore.exceptions import ClientError
+
+    from vaultcore.store import auth_failures
+    from vaultcore.store.aws import dynamodb
+
+    def broken(**_kwargs):
+        raise ClientError({"Error": {"Code": "InternalServerError", "Message": "down"}}, "op")
+
+    auth_failures._state.invalidate(shop.account_id)
+    with monkeypatch.context() as patched:
+        patched.setattr(dynamodb(), "get_item", broken)
+        assert auth_failures.throttled(shop.account_id, clock.now()) is False
+    with monkeypatch.context() as patched:
+        patched.setattr(dynamodb(), "update_item", broken)
+        assert auth_failures.record_failure(shop.account_id, clock.now()) == 0
+        assert shop.qsapi({**SALE, "account_id": shop.account_id, "api_accesskey": "0" * 32})["error_code"] == 102
+    assert shop.keyed(**SALE)["transaction_approved"] is True

@@ -65,7 +65,7 @@ from vaultcore.ids import numeric_id
 from vaultcore.postback.target import PostbackTarget
 from vaultcore.store import auth_failures, registry
 from vaultcore.store.keys import unwrap_secret, wrap_secret
-from vaultcore.store.nonces import claim_nonce, decoy_claim
+from vaultcore.store.nonces import claim_nonce
 
 __all__ = [
     "OPTION_NAMES",
@@ -352,7 +352,6 @@ def authenticate(variables: dict[str, str], *, now: float) -> Account:
         raise GatewayError(E.MISSING, "api_accesskey is required.")
     account, fetched = lookup_account(account_id)
     cause = ""
-    claimed = False
     try:
         key_ok = True
         if key:
@@ -367,7 +366,6 @@ def authenticate(variables: dict[str, str], *, now: float) -> Account:
         cause = ("unknown_account" if account is None else "disabled" if not account.active
                  else "access_key" if not key_ok else hash_cause or ("throttled" if throttled else ""))
         if not cause and hashed:
-            claimed = True
             if not claim_nonce(_HASH_NONCE_PREFIX + account_id, variables["hash"], int(now),
                                int(variables["timestamp"]) + HASH_WINDOW_SECONDS + 1):
                 cause = "nonce"
@@ -378,8 +376,8 @@ def authenticate(variables: dict[str, str], *, now: float) -> Account:
             # Every 102 costs one table read: a wrong key on a cached account, an unknown id (whose lookup
             # read the table) and a bad hash cannot be told apart by their time (issue 12).
             registry.get(_DECOY_PK, "PROFILE")
-        if hashed and not claimed:
-            decoy_claim(int(now))  # every failed hash costs the nonce write a replayed one made
+        # No decoy nonce write for a hash that failed before its claim: only a hash that was right (whose holder
+        # knows it) reaches the claim, so the claim's cost tells nothing, and the decoy item is one constant key.
         metrics.authentication_failed(cause, cause=cause or "other")
         auth_failures.record_failure(account_id, now)
         raise

@@ -18,6 +18,8 @@ until the window ends, the right key too: a guesser cannot learn that a guess wa
 therefore never locked out for longer than one window after the failure that reached the limit
 (docs/integrators/gateway.md "Gateway authentication"). A container learns the state from its own failures at
 once and from the table at most once per ``RECORD_CACHE_SECONDS`` per credential (a warm request makes no call).
+Neither step ever changes an answer when the table fails: a count not written is logged, a state not read is
+taken as "not refused" (the gateway's availability does not depend on the Nonces table).
 """
 
 from __future__ import annotations
@@ -25,11 +27,15 @@ from __future__ import annotations
 import secrets
 
 from vaultcore.cache import ContainerCache
+from vaultcore.errors import DependencyError
+from vaultcore.logs import get_logger
 from vaultcore.settings import settings
 from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 
 __all__ = ["record_failure", "throttled", "window_end"]
+
+_log = get_logger("auth")
 
 # credential -> (unix time until which it is refused, or 0.0; the end of the window this was learnt in)
 _state: ContainerCache[tuple[float, float]] = ContainerCache("record_cache_seconds", max_items=4096)
@@ -52,7 +58,16 @@ def window_end(now: float) -> float:
 
 def record_failure(credential: str, now: float) -> int:
     """Count one failed attempt on ``credential``; the number of failures in the current window (capped at the
-    limit). One conditional UpdateItem."""
+    limit; 0 when the table could not be written: the count never changes the caller's answer). One conditional
+    UpdateItem."""
+    try:
+        return _record(credential, now)
+    except DependencyError:
+        _log.warning("authentication failure not counted", extra={"reason": "table unavailable"})
+        return 0
+
+
+def _record(credential: str, now: float) -> int:
     number, length = _window(now)
     limit = max(1, settings().auth_failure_limit)
     writer = secrets.token_hex(8)
@@ -78,9 +93,15 @@ def throttled(credential: str, now: float) -> bool:
     known = _state.get(credential)
     if known is None or now >= known[1]:  # never read, or read in a window that has ended
         number, _length = _window(now)
-        with aws_errors("authentication failure count"):
-            out = dynamodb().get_item(TableName=settings().nonces_table, Key=to_item(_key(credential, number)),
-                                      ProjectionExpression="writers")
+        try:
+            with aws_errors("authentication failure count"):
+                out = dynamodb().get_item(TableName=settings().nonces_table, Key=to_item(_key(credential, number)),
+                                          ProjectionExpression="writers")
+        except DependencyError:
+            # Fails open (not remembered): the gateway stays up without the Nonces table, as it was before the
+            # counts; the next request reads again.
+            _log.warning("authentication failure count unreadable", extra={"reason": "table unavailable"})
+            return False
         writers = from_item(out.get("Item") or {}).get("writers") or ()
         end = window_end(now)
         known = (end if len(writers) >= max(1, settings().auth_failure_limit) else 0.0, end)
