@@ -26,7 +26,8 @@ METHOD_NOT_ALLOWED = 907  # the payment method is not allowed by the configurati
 CODES: dict[int, tuple[int, str]] = {
     BODY_INVALID: (400, "the body is not one JSON object, or the input gate refused the request"),
     1003: (401, "authentication failed (HTTP Basic `account_id:api_accesskey`, or the path's account is not "
-                "the caller's); one answer for every cause"),
+                "the caller's, or the account refused until the end of a window in which it failed 20 times: "
+                "Gateway authentication in the gateway's documentation); one answer for every cause"),
     NOT_FOUND: (404, "no such configuration of this account"),
     CONFIG_INVALID: (400, "a configuration member is missing or invalid (the message names it)"),
     INSTANCE_INVALID: (400, "an instance request member is invalid (the message names it)"),
