@@ -344,3 +344,11 @@ def test_failure_counts_never_change_an_answer_when_the_table_fails(shop, monkey
         assert auth_failures.record_failure(shop.account_id, clock.now()) == 0
         assert shop.qsapi({**SALE, "account_id": shop.account_id, "api_accesskey": "0" * 32})["error_code"] == 102
     assert shop.keyed(**SALE)["transaction_approved"] is True
+
+
+def test_an_unknown_iframe_bearer_token_counts_as_an_iframe_authentication_failure(platform, capsys):
+    capsys.readouterr()
+    status, _, body = call(platform, "IframeFunction", "POST", "/iframe/v1/submit", json.dumps({}),
+                           {"Authorization": "Bearer " + "x" * 43}, resource="/iframe/v1/submit")
+    assert (status, body["errCode"]) == (401, 904)
+    assert _failures(capsys.readouterr().out) == [("iframe", "bearer")]

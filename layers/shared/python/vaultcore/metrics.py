@@ -190,10 +190,10 @@ def flush(context: Any = None, *, stream: Any = None) -> list[str]:
 #: authentication (QSAPI, RSAPI, the iFrame API's Basic credentials, the wallet checkout) adds its own causes
 #: (issue 27): ``unknown_account``, ``access_key`` (a wrong key), ``hash`` (a wrong hash, or one that does not
 #: name every variable), ``timestamp``, ``nonce`` (a hash used before), ``throttled`` (refused unchecked while the
-#: account's failure count is at its limit, vaultcore.store.auth_failures) and ``scope`` (the iFrame API path
-#: names another account).
+#: account's failure count is at its limit, vaultcore.store.auth_failures), ``scope`` (the iFrame API path
+#: names another account) and ``bearer`` (an unknown or expired iFrame bearer token: errCode 904).
 AUTH_CAUSES = ("malformed", "unknown_partner", "disabled", "signature", "timestamp", "nonce", "scheme", "basic",
-               "unknown_account", "access_key", "hash", "throttled", "scope", "other")
+               "unknown_account", "access_key", "hash", "throttled", "scope", "bearer", "other")
 #: The ``Api`` dimension of AuthenticationFailures: the interface the failed request was made to.
 APIS = ("secure", "parser", "proxy", "qsapi", "rsapi", "iframe", "wallet", "checkout", "collector", "management",
         "other")

@@ -120,6 +120,9 @@ def live_instance(token: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     configuration."""
     item = instance_of(token)
     if item is None or int(item.get("expiresAt", 0)) <= clock.now():
+        from vaultcore import metrics
+
+        metrics.authentication_failed("iframe: bearer token", cause="bearer")  # issue 27: Api=iframe
         raise IframeError(TOKEN_INVALID)
     config = configs.load(item["accountId"], item["configId"])
     if config is None:
