@@ -121,7 +121,8 @@ def test_binary_answers_are_base64_and_safe_headers_only(platform, partner):
                                                 b"{}"), "X-Key": "k"},
             path_params={"partnerID": partner["partnerId"], "configReferenceID": ref}))
     assert out["isBase64Encoded"] is True and base64.b64decode(out["body"]) == b"\xff\xfe\x00binary"
-    assert out["headers"] == {"Cache-Control": "no-store", "Content-Type": "application/octet-stream"}
+    assert out["headers"] == {"Cache-Control": "no-store", "Content-Type": "application/octet-stream",
+                              "Strict-Transport-Security": "max-age=63072000; includeSubDomains"}  # issue 27: HSTS
 
 
 def test_a_rotated_partner_key_stops_a_basic_configuration(platform):
