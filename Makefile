@@ -26,11 +26,12 @@ run: venv
 # The same platform in the background, for a walkthrough pasted as one block: returns once it serves and
 # .local/demo.json describes it (a new one: an earlier run's is removed first), logs to .local/run.log, prints one
 # line. `make stop` stops it (SIGTERM, as Ctrl-C; no lsof needed).
+STATE_DIR ?= .local
 run-bg: venv
-	@$(PY) -m local.background start --port $(PORT) -- $(ARGS)
+	@$(PY) -m local.background start --port $(PORT) --state-dir $(STATE_DIR) -- $(ARGS)
 
 stop: venv
-	@$(PY) -m local.background stop
+	@$(PY) -m local.background stop --state-dir $(STATE_DIR)
 
 # One event through one function against the running `make run` (no Docker):
 #   make invoke FN=PartnerValidateFunction EVENT=events/partner_validate.json   (FN may be left out)

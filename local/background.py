@@ -116,6 +116,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     runner_args = argv[argv.index("--") + 1:] if "--" in argv else []  # passed on to local.runner (make ARGS=...)
     args = parser.parse_args(argv[:argv.index("--")] if "--" in argv else argv)
+    args.state_dir = args.state_dir.absolute()  # the caller's .local: the runner itself runs from the repository
     if args.command == "start":
         return start(args.state_dir, args.port, runner_args)
     return stop(args.state_dir)
