@@ -69,12 +69,14 @@ sam-validate: venv
 
 # The template judged from outside (issue 22): cfn-lint with its informational rules (I*) and checkov. Both fail on
 # any finding not suppressed in template.yaml (each suppression carries its reason there). checkov lives in its own
-# venv (its pins clash with the project's), pinned, created here from PyPI; --skip-download keeps it offline.
-CHECKOV_VENV := .venv-checkov
+# venv (its pins clash with the project's), pinned, created from PyPI; --skip-download keeps it offline. The venv
+# is cached by version outside the clone (issue 26: a fresh clone does not build it again), under XDG_CACHE_HOME.
 CHECKOV_VERSION := 3.3.30
+CHECKOV_VENV := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/vault-platform/checkov-$(CHECKOV_VERSION)
 
 $(CHECKOV_VENV)/.installed-$(CHECKOV_VERSION):
 	rm -rf $(CHECKOV_VENV)
+	mkdir -p $(dir $(CHECKOV_VENV))
 	$(PYTHON) -m venv $(CHECKOV_VENV)
 	$(CHECKOV_VENV)/bin/pip install --quiet --upgrade pip
 	$(CHECKOV_VENV)/bin/pip install --quiet checkov==$(CHECKOV_VERSION)
