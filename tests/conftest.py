@@ -56,6 +56,17 @@ def reset_platform_state() -> None:
 
 
 @pytest.fixture
+def budget_clock(monkeypatch):
+    """The work budgets' clock replaced by a :class:`tests.helpers.SteppingClock` (step 0 until a test sets it)."""
+    from tests.helpers import SteppingClock
+    from vaultcore.net import deadline
+
+    stepping = SteppingClock(0.0)
+    monkeypatch.setattr(deadline, "monotonic", stepping)
+    return stepping
+
+
+@pytest.fixture
 def platform(monkeypatch):
     """Every table, queue and key of template.yaml in an in-process moto, and the handlers loaded from it."""
     from moto import mock_aws

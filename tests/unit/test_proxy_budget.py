@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from tests.helpers import SteppingClock
 from vaultcore.net import deadline
 from vaultcore.net.safe_regex import RegexBudgetExhausted, RegexTimeout, compile_bounded
 from vaultcore.proxy import errors as E
@@ -39,32 +40,6 @@ def _message(body: str, content_type: str = "text/plain", headers=None, query=No
                    body=Body(raw, kind))
 
 
-class SteppingClock:
-    """A monotonic clock that advances ``step`` seconds at every read (issue 26).
-
-    Budgets read the clock at every check and around every metered section, so with this clock a budget is
-    spent by a *count* of checks: the same verdict on a fast machine, a slow one and a loaded one.
-    """
-
-    def __init__(self, step: float) -> None:
-        self.now, self.step, self.reads = 1000.0, step, 0
-
-    def __call__(self) -> float:
-        self.reads += 1
-        self.now += self.step
-        return self.now
-
-    def advance(self, seconds: float) -> None:
-        self.now += seconds
-
-
-@pytest.fixture
-def clock(monkeypatch) -> SteppingClock:
-    stepping = SteppingClock(0.0)
-    monkeypatch.setattr(deadline, "monotonic", stepping)
-    return stepping
-
-
 def _engine_that_runs(clock: SteppingClock, seen: list[float], *, seconds: float | None = None):
     """A stand-in for one call of the ``regex`` engine: records the timeout it was given and takes ``seconds``
     of the test clock (or, with None, all of its timeout, which it then reports as the engine does)."""
@@ -83,7 +58,8 @@ def _engine_that_runs(clock: SteppingClock, seen: list[float], *, seconds: float
 # ------------------------------------------------------------------------------------------------ the budget
 
 
-def test_only_metered_time_is_charged_and_nesting_counts_once(clock):
+def test_only_metered_time_is_charged_and_nesting_counts_once(budget_clock):
+    clock = budget_clock
     budget = deadline.WorkBudget(1.0)
     clock.advance(0.05)  # not pattern work: not charged
     assert budget.spent == 0.0
@@ -93,7 +69,8 @@ def test_only_metered_time_is_charged_and_nesting_counts_once(clock):
     assert budget.spent == pytest.approx(0.05) and budget.remaining() == pytest.approx(0.95)
 
 
-def test_a_spent_budget_raises_on_check(clock):
+def test_a_spent_budget_raises_on_check(budget_clock):
+    clock = budget_clock
     budget = deadline.WorkBudget(0.01)
     with budget.metered():
         clock.advance(0.02)
@@ -130,7 +107,8 @@ def test_budgeted_gives_each_call_a_fresh_budget_and_ensure_reuses_the_active_on
 # ------------------------------------------------------------------------------------------------ regex calls
 
 
-def test_every_regex_call_gets_the_smaller_of_its_limit_and_what_is_left(clock):
+def test_every_regex_call_gets_the_smaller_of_its_limit_and_what_is_left(budget_clock):
+    clock = budget_clock
     pattern = compile_bounded(EMAIL, probe=False)  # the per-call limit: 0.5 s
     seen: list[float] = []
     budget = deadline.WorkBudget(0.15)
@@ -151,7 +129,8 @@ def test_the_real_engine_stops_at_the_budget():
     assert budget.exhausted
 
 
-def test_the_per_call_limit_still_applies_inside_a_large_budget(clock):
+def test_the_per_call_limit_still_applies_inside_a_large_budget(budget_clock):
+    clock = budget_clock
     pattern = compile_bounded(EMAIL, timeout=0.05, probe=False)
     seen: list[float] = []
     with deadline.using(deadline.WorkBudget(10)) as budget:
@@ -172,7 +151,8 @@ def _many_addresses(count: int) -> str:
     return "x@y.co; " * count
 
 
-def test_many_short_searches_share_one_budget(clock):
+def test_many_short_searches_share_one_budget(budget_clock):
+    clock = budget_clock
     # Issue 12: each search stays under the per-search limit, so only a total can stop them. With the test
     # clock every budget read costs 1 ms, so the 0.3 s budget is spent after 300 reads, whatever the machine.
     from vaultcore.proxy.transform import new_splicer
@@ -188,7 +168,8 @@ def test_many_short_searches_share_one_budget(clock):
     assert budget.exhausted and clock.reads < 600  # stopped once spent, not after all 900 searches
 
 
-def test_outside_a_request_locate_has_a_budget_of_its_own(clock):
+def test_outside_a_request_locate_has_a_budget_of_its_own(budget_clock):
+    clock = budget_clock
     from vaultcore.proxy.transform import new_splicer
 
     clock.step = 0.01
@@ -203,7 +184,8 @@ def test_outside_a_request_locate_has_a_budget_of_its_own(clock):
     assert locate(message, _unprobed(EMAIL), strict=True, splicer=new_splicer(message))  # a budget not spent
 
 
-def test_masks_in_one_request_draw_on_the_same_budget(clock):
+def test_masks_in_one_request_draw_on_the_same_budget(budget_clock):
+    clock = budget_clock
     # Three masks, each well under the budget alone, do not each get a fresh one. The test clock makes the
     # cost of one mask a count of budget reads, identical for the three (same body, same matches: each mask
     # writes back what it found, so the next one finds it again).
