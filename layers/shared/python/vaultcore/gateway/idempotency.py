@@ -36,13 +36,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from vaultcore.errors import DependencyError
 from vaultcore.gateway.validation import FINGERPRINT_EXCLUDED
 from vaultcore.settings import settings
 from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 
-__all__ = ["RETENTION_SECONDS", "IN_PROGRESS_SECONDS", "Claim", "record_id", "fingerprint", "claim", "complete",
-           "release"]
+__all__ = ["RETENTION_SECONDS", "IN_PROGRESS_SECONDS", "Claim", "KeyStateUnknown", "record_id", "fingerprint", "claim",
+           "complete", "release"]
 
 RETENTION_SECONDS = 24 * 3600
 IN_PROGRESS_SECONDS = 30
@@ -63,6 +64,12 @@ class Claim:
     response: dict[str, Any] | None = None
     status: int = 200
     previous_transaction_id: str | None = None
+
+
+class KeyStateUnknown(DependencyError):
+    """The claim's PutItem failed without an answer and could not be undone either: the key may be held by this
+    request's claim for its 30 s lock. Nothing was charged, but the caller must answer "outcome unknown" (retry
+    with the same key after the lock), never "nothing was charged; retry", which the lock would answer with 601."""
 
 
 def _table() -> str:
@@ -94,6 +101,12 @@ def claim(account_id: str, key: str, print_: str, transaction_id: str, now: int)
                 ExpressionAttributeValues=to_item({":now": now, ":inprogress": "INPROGRESS", ":fp": print_,
                                                    ":tid": transaction_id}),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD")
+    except DependencyError:
+        # Applied with every answer lost is possible (the SDK's retries are admitted by the condition, and lost
+        # too): a lock of this request's own that would refuse the retry it is about to be told to make (601 for
+        # 30 s, issue 26). Undo it, by its transaction_id, before answering "nothing was charged".
+        _undo_claim(rid, transaction_id)
+        raise
     except ConditionFailed as exc:
         cause = exc.__cause__
         old = from_item(getattr(cause, "response", {}).get("Item")) if cause is not None else None
@@ -113,6 +126,14 @@ def claim(account_id: str, key: str, print_: str, transaction_id: str, now: int)
     if previous and previous.get("status") == "INPROGRESS" and int(previous.get("expiration", 0)) >= now:
         return Claim("takeover", rid, transaction_id, previous_transaction_id=previous.get("transaction_id"))
     return Claim("new", rid, transaction_id)
+
+
+def _undo_claim(rid: str, transaction_id: str) -> None:
+    """Delete this request's own INPROGRESS claim if it exists; :class:`KeyStateUnknown` if that cannot be done."""
+    try:
+        release(Claim("new", rid, transaction_id))
+    except DependencyError as exc:
+        raise KeyStateUnknown("Internal error: idempotency claim failed.") from exc
 
 
 def complete(claim_: Claim, response: dict[str, Any], status: int = 200) -> None:

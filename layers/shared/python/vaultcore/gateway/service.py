@@ -182,10 +182,12 @@ def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[in
     writer = uuid.uuid4().hex  # this request's identity on every conditional write it makes
     claim: idempotency.Claim | None = None
     if key is not None:
-        claim = idempotency.claim(account.account_id, key, idempotency.fingerprint(req.values,
-                                                                                  accounts.access_key_of(account,
-                                                                                                         variables)),
-                                  transaction_id, int(now))
+        try:
+            claim = idempotency.claim(account.account_id, key,
+                                      idempotency.fingerprint(req.values, accounts.access_key_of(account, variables)),
+                                      transaction_id, int(now))
+        except idempotency.KeyStateUnknown:
+            raise OutcomeUnknown() from None  # the key may be held: the documented answer is "retry the same key"
         replay = _claim_outcome(claim, account, req)
         if replay is not None:
             return replay
