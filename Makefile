@@ -97,7 +97,7 @@ test: venv
 	@failed=""; summary=""; \
 	for target in $(TEST_TARGETS); do \
 		started=$$(date +%s); \
-		if $(MAKE) --no-print-directory $$target; then result=passed; else result=FAILED; failed="$$failed $$target"; fi; \
+		if $(MAKE) --no-print-directory -f $(firstword $(MAKEFILE_LIST)) $$target; then result=passed; else result=FAILED; failed="$$failed $$target"; fi; \
 		summary="$$summary  $$target: $$result in $$(( $$(date +%s) - started )) s\n"; \
 	done; \
 	printf "\nmake test:\n$$summary"; \
