@@ -56,7 +56,7 @@ EXPECT = {
                                '"authorization_message": "CREDIT"', '"entry_mode": "swiped"',
                                '"first_name": "JOHN"'],
     "integrators/webhooks.md": ['"postback_url": "http://127.0.0.1:', '"transaction_type":"SALE"', "signature ok",
-                                "hash ok", '"status": "delivered", "http_status": 200'],
+                                "hash ok", '"status": "delivered", "http_status": 200', '"postback_url": null'],
     "integrators/iframe.md": ['"label": "Web shop"', '"zip": "required"}}, "antiFraud": false',
                               '"bearerToken": "ifb_', '"customId": "order-1001", "submissionLimit": 3'],
     "integrators/proxy.md": ['vault-id: djMAAQ', '\\"number\\":\\"4111111111111111\\"', '"outcome": "forwarded"',
