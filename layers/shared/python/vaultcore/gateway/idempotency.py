@@ -15,7 +15,8 @@ payload; our records must never hold card data. So:
   condition), or when an ``INPROGRESS`` record with the same fingerprint was abandoned (its holder crashed:
   ``in_progress_expiry`` passed). Losing returns the old record (``ReturnValuesOnConditionCheckFailure``):
   another fingerprint -> error 600; ``COMPLETED`` -> the stored response is replayed; still in progress ->
-  error 601 (HTTP 409). The condition also admits the same claim again (``transaction_id`` is random per
+  error 601 (HTTP 409), unless the holder's transaction is already recorded: then it is the answer (issue 28,
+  ``service._claim_outcome``: a failed "complete" write never makes a replay of an approved operation wait). The condition also admits the same claim again (``transaction_id`` is random per
   request): an SDK retry of a claim whose answer was lost is this request's own claim, not a collision.
 * A taken-over record names the transaction_id its first holder reserved; if that transaction was written
   before the crash, its stored response is the answer (no second charge).
@@ -53,8 +54,10 @@ _NAMES = {"#s": "status", "#r": "response"}
 class Claim:
     """The outcome of :func:`claim`.
 
-    ``state``: ``new`` (proceed), ``replay`` (answer ``response``/``status``), ``mismatch``, ``in_progress``,
-    or ``takeover`` (an abandoned attempt reserved ``previous_transaction_id``; look it up before proceeding).
+    ``state``: ``new`` (proceed), ``replay`` (answer ``response``/``status``), ``mismatch``, ``in_progress``
+    (the holder reserved ``previous_transaction_id``: when that transaction is recorded, it is the answer), or
+    ``takeover`` (an abandoned attempt reserved ``previous_transaction_id``; look it up before proceeding).
+    ``previous_claimed_at``: when that attempt claimed the key (its operation's day, e.g. a CREDIT's allowance).
     """
 
     state: str
@@ -63,6 +66,7 @@ class Claim:
     response: dict[str, Any] | None = None
     status: int = 200
     previous_transaction_id: str | None = None
+    previous_claimed_at: int | None = None
 
 
 def _table() -> str:
@@ -106,19 +110,28 @@ def claim(account_id: str, key: str, print_: str, transaction_id: str, now: int)
         if old.get("status") == "COMPLETED" and isinstance(old.get("response"), str):
             return Claim("replay", rid, str(old.get("transaction_id", "")), json.loads(old["response"]),
                          int(old.get("http_status", 200)))
-        return Claim("in_progress", rid, transaction_id)
+        return Claim("in_progress", rid, transaction_id, previous_transaction_id=old.get("transaction_id"),
+                     previous_claimed_at=_claimed_at(old))
     previous = from_item(out.get("Attributes"))
     if previous and previous.get("transaction_id") == transaction_id:
         return Claim("new", rid, transaction_id)  # a retry of this very claim: the first try was applied
     if previous and previous.get("status") == "INPROGRESS" and int(previous.get("expiration", 0)) >= now:
-        return Claim("takeover", rid, transaction_id, previous_transaction_id=previous.get("transaction_id"))
+        return Claim("takeover", rid, transaction_id, previous_transaction_id=previous.get("transaction_id"),
+                     previous_claimed_at=_claimed_at(previous))
     return Claim("new", rid, transaction_id)
+
+
+def _claimed_at(record: dict[str, Any]) -> int | None:
+    expiration = record.get("expiration")
+    return int(expiration) - RETENTION_SECONDS if expiration is not None else None
 
 
 def complete(claim_: Claim, response: dict[str, Any], status: int = 200) -> None:
     """Store the final response (one UpdateItem), only while this request still holds the claim.
 
-    The condition also admits a retry of this very update (already COMPLETED with the same transaction id).
+    The condition also admits a retry of this very update (already COMPLETED with the same transaction id). A
+    replay that found the holder's transaction recorded completes the record for it with a claim naming that
+    transaction (``service._claim_outcome``): the same response, so either write may land first.
     """
     with aws_errors("idempotency complete"):
         dynamodb().update_item(
