@@ -40,8 +40,8 @@ NOTHING_CHARGED = "nothing was charged"
 # ------------------------------------------------------------------------------------------------ the placed fault
 class Placed:
     """The real DynamoDB client, except that calls of ``operation`` matching ``when(kwargs)`` fail ``count``
-    times: ``mode`` ``before`` (not applied: ServiceUnavailable) or ``after`` (applied, then the connection
-    drops)."""
+    times: ``mode`` ``before`` (not applied: ServiceUnavailable), ``after`` (applied, then the connection
+    drops) or ``lost`` (applied, its answer lost, and the SDK sends the same request again)."""
 
     def __init__(self, real: Any, operations: tuple[str, ...], when: Any, count: int, mode: str) -> None:
         self._real, self._operations, self._when, self._mode = real, operations, when, mode
@@ -57,11 +57,13 @@ class Placed:
             if self.left > 0 and self._when(kwargs):
                 self.left -= 1
                 self.hits += 1
-                if self._mode == "after":
+                if self._mode in ("after", "lost"):
                     try:
                         method(**kwargs)
                     except Exception:  # noqa: BLE001 - whatever it answered is lost too
                         pass
+                    if self._mode == "lost":
+                        return method(**kwargs)
                     raise EndpointConnectionError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
                 raise ClientError({"Error": {"Code": "ServiceUnavailable", "Message": "placed fault"},
                                    "ResponseMetadata": {"HTTPStatusCode": 503}}, name)
@@ -349,4 +351,73 @@ def test_a_void_is_reflected_in_rsapi_when_its_mark_write_fails(platform, place,
                               token_id=sale["transaction_id"], transaction_amount="12.34")
     assert status == 200 and void["authorization_message"] == "VOID", void
     assert m.report(sale["transaction_id"])["status"] == "VOIDED"
+    assert reconcile(m) == {}
+
+
+# ------------------------------------------------------------------------------------------------ retries of one write
+def test_the_one_transaction_of_a_void_and_of_a_declined_credit_recognises_its_own_retry(platform, place, noon):
+    """The VOID's mark and a declined CREDIT's give-back are written with their item in one TransactWriteItems:
+    every answer lost and the same request sent again (its second application fails a condition) is still this
+    request's write -- one answer, nothing undone, nothing given back twice."""
+    m = Merchant(platform, credit=True)
+    sale = m.sale("7.00")
+    fault = place("transact_write_items", lambda kw: True, count=10, mode="lost")
+    status, _, void = m.post("void", transaction_type="REFUND", token_id=sale["transaction_id"],
+                             transaction_amount="7.00")
+    assert status == 200 and void["authorization_message"] == "VOID", void
+    status, _, declined = m.post("declined", transaction_type="CREDIT", card_number=DECLINED_CARD,
+                                 card_expiration="1230", transaction_amount="10000.00")
+    assert status == 200 and declined["transaction_approved"] is False, declined
+    assert fault.hits == 2
+    assert m.report(sale["transaction_id"])["status"] == "VOIDED"
+    assert reconcile(m) == {}
+    for n in range(2):
+        status, _, good = m.post(f"good-{n}", transaction_type="CREDIT", card_number=VISA, card_expiration="1230",
+                                 transaction_amount="10000.00")
+        assert good["transaction_approved"] is True, good
+    assert reconcile(m) == {}
+
+
+def test_a_credit_whose_take_is_unanswered_gives_it_back_before_saying_nothing_was_charged(platform, place, noon):
+    """The allowance take applied but unanswered: given back (conditional on the credit's id) before the
+    answer "nothing was charged"; the retry then has the whole day."""
+    m = Merchant(platform, credit=True)
+    variables = {"transaction_type": "CREDIT", "card_number": VISA, "card_expiration": "1230",
+                 "transaction_amount": "10000.00"}
+
+    def take(kwargs: dict) -> bool:
+        return str(kwargs.get("Key", {}).get("transaction_id", {}).get("S", "")).startswith("CREDITS#") and \
+            "takers :ids" in kwargs.get("UpdateExpression", "") and "ADD" in kwargs.get("UpdateExpression", "")
+
+    fault = place("update_item", take, count=1, mode="after")
+    status, _, first = m.post("credit-take", **variables)
+    assert fault.hits == 1 and status == 500 and NOTHING_CHARGED in first["error_message"], first
+    assert reconcile(m) == {}
+    for n in range(2):
+        status, _, credit = m.retry(f"credit-{n}", **variables)
+        assert credit["transaction_approved"] is True, credit
+    assert reconcile(m) == {}
+
+
+def test_a_refund_undo_that_fails_on_the_keyed_retry_keeps_the_outcome_unknown(platform, place, noon):
+    """Takeover of a fenced REFUND whose undo (revert) fails: "outcome unknown" again, never "nothing was
+    charged" with the amount still taken; the next keyed retry gives it back and refunds once."""
+    m = Merchant(platform)
+    sale = m.sale("10.00")
+    variables = {"transaction_type": "REFUND", "token_id": sale["transaction_id"], "transaction_amount": "4.00"}
+
+    def refund_item_or_fence(kwargs: dict) -> bool:
+        item = kwargs.get("Item", {})
+        return _tx_table(kwargs) and (item.get("transaction_type", {}).get("S") == "REFUND" or _fence(kwargs))
+
+    place("put_item", refund_item_or_fence, count=2)  # the refund's item and its fence: outcome unknown
+    status, _, first = m.post("refund-u", **variables)
+    assert status == 500 and "unknown" in first["error_message"], first
+    noon(31)
+    place("update_item", lambda kw: "DELETE refund_ids" in kw.get("UpdateExpression", ""), count=1)
+    status, _, second = m.post("refund-u", **variables)
+    assert status == 500 and "unknown" in second["error_message"], second
+    noon(62)
+    status, _, refund = m.retry("refund-u", on_unknown=lambda: noon(93), **variables)
+    assert status == 200 and refund["transaction_approved"] is True, refund
     assert reconcile(m) == {}

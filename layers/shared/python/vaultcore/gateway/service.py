@@ -267,31 +267,35 @@ def _claim_outcome(claim: idempotency.Claim, account: accounts.Account, req: Gat
     if claim.state == "replay":
         return claim.status, claim.response or {}, {"Idempotent-Replayed": "true"}
     if claim.state == "takeover" and claim.previous_transaction_id:
-        # The first attempt died (or could not tell its outcome) after reserving an id. Settle that id: its
-        # transaction is the answer, or a fence makes sure it never appears and this request charges instead.
-        previous = claim.previous_transaction_id
-        try:
-            item = store.settle(account.account_id, previous)
-        except VaultError:
-            # Cannot tell now: the key is held again by this request, for its lock time; retry later.
-            raise OutcomeUnknown() from None
-        if item is not None:
-            return _replay_recorded(claim, account, req, item)
-        # The dead attempt may have changed the original transaction (or taken a credit's share of the day)
-        # before its own item was written; the fence guarantees that item never will be, so give back what it
-        # took (each undo is conditional on its id). If an undo cannot be made now, the outcome stays unknown.
+        # Earlier attempts died (or could not tell their outcome) after reserving an id. Settle each id, oldest
+        # first: a transaction is the answer, or a fence makes sure it never appears and this request charges
+        # instead. At most one of them can be recorded: an attempt goes on only once all before it are settled.
+        attempts = claim.attempts or ((claim.previous_transaction_id, claim.previous_claimed_at),)
+        for previous, _ in attempts:
+            try:
+                item = store.settle(account.account_id, previous)
+            except VaultError:
+                # Cannot tell now: the key is held again by this request, for its lock time, and names every
+                # attempt still to settle; retry later.
+                raise OutcomeUnknown() from None
+            if item is not None:
+                return _replay_recorded(claim, account, req, item)
+        # The dead attempts may have changed the original transaction (or taken a credit's share of the day)
+        # before their own item was written; the fences guarantee those items never will be, so give back what
+        # they took (each undo is conditional on its id). If an undo cannot be made now, the outcome stays
+        # unknown, and the next keyed retry undoes it.
         original = str(req.get("token_id"))
         try:
-            if req.source == "capture":
-                store.revert_capture(account.account_id, original, previous)
-            elif req.source == "refund":
-                store.revert_refund(account.account_id, original, previous, req.amount_cents)
-            elif req.source == "reversal":
-                store.revert_reversal(account.account_id, original, previous)
-            elif req.transaction_type == "CREDIT":
-                store.give_back_allowance(account.account_id,
-                                          _credit_key(claim.previous_claimed_at or clock.now()),
-                                          req.amount_cents, previous)
+            for previous, claimed_at in attempts:
+                if req.source == "capture":
+                    store.revert_capture(account.account_id, original, previous)
+                elif req.source == "refund":
+                    store.revert_refund(account.account_id, original, previous, req.amount_cents)
+                elif req.source == "reversal":
+                    store.revert_reversal(account.account_id, original, previous)
+                elif req.transaction_type == "CREDIT":
+                    store.give_back_allowance(account.account_id, _credit_key(claimed_at or clock.now()),
+                                              req.amount_cents, previous)
         except VaultError:
             raise OutcomeUnknown() from None
     return None
