@@ -34,6 +34,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from tests.faults.aws_fault_proxy import Rule
 from tests.faults.harness import DDB_WRITES, HELD_SECONDS, Stack, _contract_check, http
 
 CARD = "4242424242424242"
@@ -43,7 +44,7 @@ LIFECYCLE_INVARIANTS = ("refunds", "credits", "statuses", "one_record_per_key", 
 DDB_ALL = ["DynamoDB_20120810.*"]
 
 #: The six fault runs of issue 28's acceptance: mode -> proxy rules.
-MODES: dict[str, list[dict[str, Any]]] = {
+MODES: dict[str, list[Rule | dict[str, Any]]] = {
     "lost": [{"mode": "lost_answer", "operations": DDB_WRITES, "probability": 0.3}],
     "5xx": [{"mode": "http_5xx", "operations": DDB_ALL, "probability": 0.3, "status": 503}],
     "throttle": [{"mode": "throttle", "operations": DDB_ALL, "probability": 0.3}],

@@ -66,7 +66,7 @@ class Placed:
                         return method(**kwargs)
                     raise EndpointConnectionError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
                 raise ClientError({"Error": {"Code": "ServiceUnavailable", "Message": "placed fault"},
-                                   "ResponseMetadata": {"HTTPStatusCode": 503}}, name)
+                                   "ResponseMetadata": {"HTTPStatusCode": 503}}, name)  # type: ignore[typeddict-item]
             return method(**kwargs)
 
         return placed
