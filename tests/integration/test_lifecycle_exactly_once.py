@@ -354,6 +354,24 @@ def test_a_void_is_reflected_in_rsapi_when_its_mark_write_fails(platform, place,
     assert reconcile(m) == {}
 
 
+def test_a_keyed_replay_repairs_a_void_recorded_without_its_mark(platform, noon):
+    """A VOID recorded before the mark was written with it (main's separate write failed): the keyed replay sets
+    the mark, and RSAPI shows VOIDED."""
+    m = Merchant(platform)
+    sale = m.sale("5.55")
+    variables = {"transaction_type": "REFUND", "token_id": sale["transaction_id"], "transaction_amount": "5.55"}
+    status, _, void = m.post("void-legacy", **variables)
+    assert void["authorization_message"] == "VOID"
+    boto3.client("dynamodb", region_name="us-east-1").update_item(
+        TableName=settings().transactions_table, UpdateExpression="REMOVE voided_by",
+        Key={"account_id": {"S": m.account_id}, "transaction_id": {"S": sale["transaction_id"]}})
+    assert m.report(sale["transaction_id"])["status"] == "REFUNDED"  # as main left it
+    status, headers, replay = m.post("void-legacy", **variables)
+    assert headers.get("Idempotent-Replayed") == "true" and replay == void
+    assert m.report(sale["transaction_id"])["status"] == "VOIDED"
+    assert reconcile(m) == {}
+
+
 # ------------------------------------------------------------------------------------------------ retries of one write
 def test_the_one_transaction_of_a_void_and_of_a_declined_credit_recognises_its_own_retry(platform, place, noon):
     """The VOID's mark and a declined CREDIT's give-back are written with their item in one TransactWriteItems:

@@ -265,7 +265,10 @@ def _claim_outcome(claim: idempotency.Claim, account: accounts.Account, req: Gat
             return recorded
         raise GatewayError(E.IDEMPOTENCY_IN_PROGRESS)
     if claim.state == "replay":
-        return claim.status, claim.response or {}, {"Idempotent-Replayed": "true"}
+        response = claim.response or {}
+        if response.get("transaction_type") == "REFUND" and response.get("authorization_message") == "VOID":
+            _repair_void_mark(account, str(response.get("token_id") or ""), str(response.get("transaction_id")))
+        return claim.status, response, {"Idempotent-Replayed": "true"}
     if claim.state == "takeover" and claim.previous_transaction_id:
         # Earlier attempts died (or could not tell their outcome) after reserving an id. Settle each id, oldest
         # first: a transaction is the answer, or a fence makes sure it never appears and this request charges
@@ -331,13 +334,21 @@ def _replay_recorded(claim: idempotency.Claim, account: accounts.Account, req: G
             postbacks.send_if_unsent(account.account_id, str(item["delivery_id"]))
         except VaultError:  # the outbox entry stays: the sweeper queues it
             _log.warning("postback resend on replay failed", extra={"transaction_id": transaction_id})
-    if item.get("transaction_type") == "REFUND" and item.get("authorization_message") == "VOID" and item.get("token_id"):
-        try:  # a VOID recorded before its mark was written with it (issue 28): setting it again is harmless
-            store.mark_voided(account.account_id, str(item["token_id"]), transaction_id)
-        except (VaultError, store.ConditionFailed):
-            _log.warning("void mark repair failed", extra={"transaction_id": transaction_id})
+    if item.get("transaction_type") == "REFUND" and item.get("authorization_message") == "VOID":
+        _repair_void_mark(account, str(item.get("token_id") or ""), transaction_id)
     _quietly(idempotency.complete, claim, response)
     return 200, response, {"Idempotent-Replayed": "true"}
+
+
+def _repair_void_mark(account: accounts.Account, original_id: str, void_id: str) -> None:
+    """A keyed replay of a VOID sets the original's mark again (one UpdateItem, harmless when it is there): a VOID
+    recorded before issue 28, when the mark was a separate write that could fail, shows VOIDED after it."""
+    if not original_id:
+        return
+    try:
+        store.mark_voided(account.account_id, original_id, void_id)
+    except (VaultError, store.ConditionFailed):
+        _log.warning("void mark repair failed", extra={"transaction_id": void_id})
 
 
 def _storable(response: dict[str, Any], payment: PaymentData | None) -> bool:
