@@ -5,10 +5,18 @@ RSAPI page 2 of the default range at the client's pace. Faults are placed at the
 
 from __future__ import annotations
 
+import json
+import time
+
+import boto3
+
+from tests.aws_faults import AwsFaults
 from tests.helpers import call
 from tests.integration.test_gateway import RSAPI, Gateway, _account, _partner
+from tests.postback_receiver import Receiver
 from vaultcore import clock
 from vaultcore.gateway.errors import E
+from vaultcore.settings import settings
 
 
 # ------------------------------------------------------------------------------------- 8: RSAPI paging is stable
@@ -49,3 +57,78 @@ def test_page_two_of_the_default_range_at_the_clients_pace(platform):
     assert gw.report(limit="2", next_token=token)["transactions"] == second["transactions"]
     clock.set_offset(clock.offset() + 2)
     assert code(limit="2", next_token=token) == E.REPORT_PAGE_TOKEN
+
+
+# ------------------------------------------------------------------------- 4: one POST per delivery id and attempt
+class _Context:
+    def __init__(self, seconds: float) -> None:
+        self._deadline = time.monotonic() + seconds
+
+    def get_remaining_time_in_millis(self) -> int:
+        return max(0, int((self._deadline - time.monotonic()) * 1000))
+
+
+def _copies(n: int) -> list[dict]:
+    """The postback queue's messages as SQS event records (each SQS message its own ``messageId``)."""
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    records: list[dict] = []
+    for _ in range(10):
+        out = sqs.receive_message(QueueUrl=settings().postback_queue_url, MaxNumberOfMessages=10,
+                                  AttributeNames=["All"]).get("Messages", [])
+        records += [{"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
+                     "attributes": dict(m["Attributes"]), "messageAttributes": {}, "eventSource": "aws:sqs",
+                     "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackQueue",
+                     "awsRegion": "us-east-1"} for m in out]
+        if len(records) >= n:
+            break
+    assert len(records) == n, records
+    return records
+
+
+def _posts(receiver: Receiver, delivery_id: str) -> list[tuple[str, int]]:
+    return [(r["headers"]["Vault-Delivery-Attempt"], r["status"]) for r in receiver.requests
+            if r["headers"].get("Vault-Delivery-Id") == delivery_id]
+
+
+def test_a_second_copy_is_not_posted_when_the_delivery_log_write_fails(platform, monkeypatch):
+    """Issue 28 placement 4: a lost SendMessage answer queues two copies of one postback; the receiver answers the
+    first copy 200 and every delivery-log write after that POST fails. The second copy's claim fails: one POST.
+    And a copy whose attempt failed (500) with its log write failing too is not lost: its own message, back
+    after its lease, makes attempt 2, while the other copy is refused."""
+    receiver = Receiver()
+    try:
+        ok_account = _account(platform, postback_url=receiver.url + "/ok")
+        flaky_account = _account(platform, postback_url=receiver.url + "/flaky/1")
+        sqs = AwsFaults.install("sqs", monkeypatch)
+        ddb = AwsFaults.install("dynamodb", monkeypatch)
+        handler = platform.modules["PostbackFunction"].lambda_handler
+        for account, path in ((ok_account, "/ok"), (flaky_account, "/flaky/1")):
+            gw = Gateway(platform, account)
+            sqs.lose_answer("send_message")  # the gateway's SendMessage is applied twice: two copies
+            assert gw.card()["transaction_approved"] is True
+            sqs.clear()
+            first, second = _copies(2)
+            assert first["body"] == second["body"] and first["messageId"] != second["messageId"]
+            delivery_id = json.loads(first["body"])["delivery_id"]
+            # the claim (the first UpdateItem) goes through; every Deliveries write after the POST fails
+            ddb.fail("update_item", after=1)
+            ddb.fail("batch_write_item")
+            ddb.fail("put_item")
+            out = handler({"Records": [first]}, _Context(30))
+            ddb.clear()
+            clock.set_offset(clock.offset() + 600)  # long after the first copy's lease
+            assert handler({"Records": [second]}, _Context(30)) == {"batchItemFailures": []}  # refused, acknowledged
+            if path == "/ok":
+                assert out == {"batchItemFailures": []}
+                assert _posts(receiver, delivery_id) == [("1", 200)]
+            else:
+                assert out == {"batchItemFailures": [{"itemIdentifier": first["messageId"]}]}
+                assert _posts(receiver, delivery_id) == [("1", 500)]
+                # the first copy's own message comes back (SQS): attempt 2, delivered once
+                assert handler({"Records": [first]}, _Context(30)) == {"batchItemFailures": []}
+                assert _posts(receiver, delivery_id) == [("1", 500), ("2", 200)]
+                assert handler({"Records": [second]}, _Context(30)) == {"batchItemFailures": []}
+                assert _posts(receiver, delivery_id) == [("1", 500), ("2", 200)]
+        assert "fail:batch_write_item" in ddb.injected
+    finally:
+        receiver.close()
