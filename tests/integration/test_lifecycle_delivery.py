@@ -5,6 +5,7 @@ RSAPI page 2 of the default range at the client's pace. Faults are placed at the
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 
@@ -15,6 +16,7 @@ from tests.helpers import call
 from tests.integration.test_gateway import RSAPI, Gateway, _account, _partner
 from tests.postback_receiver import Receiver
 from vaultcore import clock
+from vaultcore.auth.hmac_scheme import build_hmac_header
 from vaultcore.gateway.errors import E
 from vaultcore.settings import settings
 
@@ -145,3 +147,49 @@ def test_a_second_copy_is_not_posted_when_the_delivery_log_write_fails(platform,
         assert "fail:batch_write_item" in ddb.injected
     finally:
         receiver.close()
+
+
+# ------------------------------------------------------------------------------- 7: a read recoverable by its caller
+def test_a_read_whose_answer_was_lost_is_recovered_by_its_caller_only(platform, monkeypatch):
+    """Issue 28 placement 7: the read's claim is applied and its answer lost (500). The same caller, retrying with
+    its Idempotency-Key, gets the tokens; every other reader gets 3018; nothing new is kept past the read window."""
+    import uuid
+
+    from tests.integration.test_token_api import PAN, _values, post, tokenize
+    from tests.integration.test_token_api import _partner as token_partner
+    from vaultcore.store import tokens as token_store
+    from vaultcore.tokens import service
+
+    partner = token_partner(platform)
+    bfid = tokenize(platform, partner, omit=1)["bfid"]
+    kept = service.read_stored_tokens(partner["partnerId"], bfid)
+    key = {"Idempotency-Key": f"read-{uuid.uuid4()}"}
+    ddb = AwsFaults.install("dynamodb", monkeypatch)
+    ddb.drop_answer("update_item", when=lambda kw: kw.get("TableName") == settings().tokens_table)
+    status, _, lost = post(platform, partner, "/api/tokenization/read", {"bfid": bfid}, headers=key)
+    assert status == 500 and ddb.injected == ["drop:update_item"], lost
+    ddb.clear()
+    # another reader, with no key or another key: read already
+    for other in ({}, {"Idempotency-Key": f"read-{uuid.uuid4()}"}):
+        status, _, out = post(platform, partner, "/api/tokenization/read", {"bfid": bfid}, headers=other)
+        assert (status, out.get("errCode")) == (409, 3018), out
+    # the caller, with its key: the tokens, as often as it asks within the read window
+    for _ in range(2):
+        status, _, read = post(platform, partner, "/api/tokenization/read", {"reference": "again", "bfid": bfid},
+                               headers=key)
+        assert status == 200 and read["bfid"] == bfid and read["reference"] == "again", read
+        assert _values(read) == kept
+    status, _, bad = post(platform, partner, "/api/tokenization/read", {"bfid": bfid},
+                          headers={"Idempotency-Key": "k" * 256})
+    assert (status, bad.get("errCode")) == (400, 3023), bad
+    # what the claim keeps: no clear value, not the key itself, and nothing past the item's read window
+    info, _, _ = service.verify_bfid(partner["partnerId"], bfid)
+    item = token_store.get_token_item(info.scope)
+    assert PAN not in json.dumps(item, default=str) and key["Idempotency-Key"] not in json.dumps(item, default=str)
+    clock.set_offset(clock.offset() + service.READ_WINDOW_SECONDS + 1)
+    raw = json.dumps({"bfid": bfid}).encode()
+    signed = build_hmac_header(partner["partnerId"], base64.b64decode(partner["hmacKey"]), "/api/tokenization/read",
+                               raw, timestamp=int(clock.now()))
+    status, _, late = call(platform, "TokenizeFunction", "POST", "/api/tokenization/read", raw,
+                           {"Authorization": signed, **key})
+    assert (status, late.get("errCode")) == (400, 3011), late
