@@ -37,8 +37,9 @@ class _Rule:
 
 
 def _failure(operation: str) -> ClientError:
-    return ClientError({"Error": {"Code": "InternalServerError", "Message": "injected fault"},
-                        "ResponseMetadata": {"HTTPStatusCode": 500}}, operation)
+    response: Any = {"Error": {"Code": "InternalServerError", "Message": "injected fault"},
+                     "ResponseMetadata": {"HTTPStatusCode": 500}}
+    return ClientError(response, operation)
 
 
 class AwsFaults:
