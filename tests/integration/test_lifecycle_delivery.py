@@ -60,9 +60,15 @@ def test_page_two_of_the_default_range_at_the_clients_pace(platform, monkeypatch
     assert code(next_token=first["next_token"], start_date="2020-01-01", end_date="2020-01-02") == E.REPORT_PAGE_TOKEN
     assert code(next_token=first["next_token"], batch_id="1") == E.REPORT_PAGE_TOKEN
     assert code(next_token=open_batch["next_token"], start_date="2020-01-01") == E.REPORT_PAGE_TOKEN
-    # tampering is evident: one character changed
+    # tampering is evident: the range widened (payload re-encoded), or any one character changed
     token = first["next_token"]
-    assert code(next_token=token[:-1] + ("A" if token[-1] != "A" else "B")) == E.REPORT_PAGE_TOKEN
+    payload, mac = token.split(".")
+    data = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+    wider = base64.urlsafe_b64encode(json.dumps({**data, "s": data["s"] - 86400},
+                                                separators=(",", ":")).encode()).decode().rstrip("=")
+    assert code(next_token=wider + "." + mac) == E.REPORT_PAGE_TOKEN
+    for i in (0, len(payload) // 2, len(token) - 1):
+        assert code(next_token=token[:i] + ("A" if token[i] != "A" else "B") + token[i + 1:]) == E.REPORT_PAGE_TOKEN
     # another account's credentials cannot use it
     other = Gateway(platform, _account(platform, _partner(platform)))
     assert call(platform, "ReportingFunction", "POST", RSAPI,

@@ -153,8 +153,10 @@ def decode_page_token(text: str, *, account_id: str, secret: str, now: float) ->
     """The token's content, or None when it is malformed, altered, another account's, or expired."""
     try:
         body, mac = text.split(".")
-        payload = _unb64(body)
-        if not hmac.compare_digest(_unb64(mac), _token_mac(secret, account_id, payload)):
+        payload, signature = _unb64(body), _unb64(mac)
+        if _b64(payload) != body or _b64(signature) != mac:
+            return None  # one spelling per token: no ignored padding bits
+        if not hmac.compare_digest(signature, _token_mac(secret, account_id, payload)):
             return None
         data = json.loads(payload)
         token = PageToken(data["t"], data["c"], data["s"], data["e"], data["x"], data.get("b"))
