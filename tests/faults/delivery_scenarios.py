@@ -1,8 +1,8 @@
 """Issue 28, placements 4, 7 and 8 as fault scenarios on the harness's stack (tests/faults/harness.py): the
 short form is ``tests/e2e/test_faults_delivery_e2e.py``, the long form ``python -m bench.bench_faults``.
 
-* :func:`delivery_copies_log_write_failing` (placement 4): keyed SALEs while half the SendMessage answers are
-  lost (two or three copies of a postback on the queue) and every BatchWriteItem -- the delivery-log write after
+* :func:`delivery_copies_log_write_failing` (placement 4): keyed SALEs, each with its SendMessage answer lost
+  once (two copies of each postback on the queue), while every BatchWriteItem -- the delivery-log write after
   each POST -- answers 500, until every postback has been answered 2xx once; then the copies are left to come
   back after the first copy's lease. Invariant (harness): one 2xx per delivery id, no (delivery id, attempt)
   pair POSTed twice.
@@ -45,16 +45,16 @@ def delivery_copies_log_write_failing(stack: Stack, sales: int = 4, settle_secon
     sc = Scenario(stack, "delivery-copies")
     sc.account = stack.account(sc.postback_path)
     stack.proxy.clear(counts=True)
-    stack.proxy.set_rules([
-        {"mode": "http_5xx", "operations": ["DynamoDB_20120810.BatchWriteItem"]},
-        {"mode": "lost_answer", "operations": ["AmazonSQS.SendMessage"], "probability": 0.5},
-    ])
+    log_write_fails = {"mode": "http_5xx", "operations": ["DynamoDB_20120810.BatchWriteItem"]}
     keys = [f"{sc.name}-{i:04d}-{secrets.token_hex(3)}" for i in range(sales)]
-    for key in keys:
+    for key in keys:  # each SALE's SendMessage answer lost once: the client's retry queues a second copy
+        stack.proxy.set_rules([log_write_fails, {"mode": "lost_answer", "operations": ["AmazonSQS.SendMessage"],
+                                                 "count": 1}])
         sc.sale(key, "copies")
-    # no more copies; the delivery-log writes keep failing until each postback has been answered 2xx once
-    stack.proxy.set_rules([{"mode": "http_5xx", "operations": ["DynamoDB_20120810.BatchWriteItem"]}])
-    sc.wait_postbacks(postback_wait, settle=0.0)
+    # the delivery-log writes keep failing until each postback has been answered 2xx once, and a little longer
+    # (the write's own retries of the last one)
+    stack.proxy.set_rules([log_write_fails])
+    sc.wait_postbacks(postback_wait, settle=5.0)
     stack.proxy.clear()
     sc.notes["copies_queued"] = stack.proxy.counts.get("lost_answer AmazonSQS.SendMessage", 0)
     sc.notes["log_writes_failed"] = stack.proxy.counts.get("http_5xx DynamoDB_20120810.BatchWriteItem", 0)
@@ -107,9 +107,14 @@ def reads_with_lost_claim_answers(stack: Stack, bfids: int = 12, probability: fl
     keyed: dict[str, list[Answer]] = {}
     rivals: dict[str, Answer] = {}
 
-    def reader(bfid: str) -> None:
+    random_faults = [{"mode": "lost_answer", "operations": ["DynamoDB_20120810.UpdateItem"],
+                      "probability": probability}]
+
+    def reader(bfid: str, placed: bool = False) -> None:
         key = f"{sc.name}-{secrets.token_hex(6)}"
         answers = [_read(sc, bfid, key, "read", key)]
+        if placed:
+            stack.proxy.set_rules(random_faults)
         rivals[bfid] = _read(sc, bfid, key + "-rival", "rival", None)  # another reader, no key
         for _ in range(retries):  # the caller retries with its key until it gets an answer
             if answers[-1].status not in (0, 500, 502, 503, 504):
@@ -117,13 +122,12 @@ def reads_with_lost_claim_answers(stack: Stack, bfids: int = 12, probability: fl
             answers.append(_read(sc, bfid, key, "read-retry", key))
         keyed[bfid] = answers
 
-    # The placed fault first: every answer of the first bfid's claim lost (the client's 3 attempts), so its read
-    # answers 500 with the claim applied; then the random faults for the others.
-    stack.proxy.set_rules([{"mode": "lost_answer", "operations": ["DynamoDB_20120810.UpdateItem"], "count": 3}])
+    # The placed fault first: every answer of the first bfid's claim lost (all the client's attempts), so its read
+    # answers 500 with the claim applied; then the random faults, for its retries and the others.
+    stack.proxy.set_rules([{"mode": "lost_answer", "operations": ["DynamoDB_20120810.UpdateItem"]}])
     if made:
-        reader(made[0])
-    stack.proxy.set_rules([{"mode": "lost_answer", "operations": ["DynamoDB_20120810.UpdateItem"],
-                            "probability": probability}])
+        reader(made[0], placed=True)
+    stack.proxy.set_rules(random_faults)
     with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(reader, made[1:]))
     stack.proxy.clear()
