@@ -28,6 +28,7 @@ import time
 import urllib.parse
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from tests.faults.harness import CARD, Answer, Scenario, Stack, http, sign
 
@@ -107,14 +108,14 @@ def reads_with_lost_claim_answers(stack: Stack, bfids: int = 12, probability: fl
     keyed: dict[str, list[Answer]] = {}
     rivals: dict[str, Answer] = {}
 
-    random_faults = [{"mode": "lost_answer", "operations": ["DynamoDB_20120810.UpdateItem"],
-                      "probability": probability}]
+    random_fault: dict[str, Any] = {"mode": "lost_answer", "operations": ["DynamoDB_20120810.UpdateItem"],
+                                    "probability": probability}
 
     def reader(bfid: str, placed: bool = False) -> None:
         key = f"{sc.name}-{secrets.token_hex(6)}"
         answers = [_read(sc, bfid, key, "read", key)]
         if placed:
-            stack.proxy.set_rules(random_faults)
+            stack.proxy.set_rules([random_fault])
         rivals[bfid] = _read(sc, bfid, key + "-rival", "rival", None)  # another reader, no key
         for _ in range(retries):  # the caller retries with its key until it gets an answer
             if answers[-1].status not in (0, 500, 502, 503, 504):
@@ -127,7 +128,7 @@ def reads_with_lost_claim_answers(stack: Stack, bfids: int = 12, probability: fl
     stack.proxy.set_rules([{"mode": "lost_answer", "operations": ["DynamoDB_20120810.UpdateItem"]}])
     if made:
         reader(made[0], placed=True)
-    stack.proxy.set_rules(random_faults)
+    stack.proxy.set_rules([random_fault])
     with ThreadPoolExecutor(max_workers=workers) as pool:
         list(pool.map(reader, made[1:]))
     stack.proxy.clear()

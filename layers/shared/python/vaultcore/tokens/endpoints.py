@@ -109,7 +109,7 @@ def detokenize_endpoint(request: Request) -> Response:
 _IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]{1,255}")
 
 
-def read_id_of(partner_id: str, key: str | None) -> str:
+def _read_id(partner_id: str, key: str | None) -> str:
     """Who reads (the claim's ``partner_read_by``): the partner's ``Idempotency-Key`` as a hash (``k:`` + 64 hex;
     the key itself is never stored), so the same key recovers its read; without a key, this request alone."""
     if key is None:
@@ -125,7 +125,7 @@ def read_endpoint(request: Request) -> Response:
     caller = authenticate_header(request)
     body = json_object_body(request)
     reference = reference_of(body)
-    read_id = read_id_of(caller.partner_id, request.header("idempotency-key"))
+    read_id = _read_id(caller.partner_id, request.header("idempotency-key"))
     bfid = _bfid_of(body)
     tokens = service.read_tokens_once(caller.partner_id, bfid, read_id)
     return success({"bfid": bfid, "values": [{"name": n, "value": t} for n, t in tokens.items()]}, reference)
