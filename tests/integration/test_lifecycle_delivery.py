@@ -10,6 +10,7 @@ import json
 import time
 
 import boto3
+import pytest
 
 from tests.aws_faults import AwsFaults
 from tests.helpers import call
@@ -142,6 +143,15 @@ def test_a_second_copy_is_not_posted_when_the_delivery_log_write_fails(platform,
             if path == "/ok":
                 assert out == {"batchItemFailures": []}
                 assert _posts(receiver, delivery_id) == [("1", 200)]
+                # the claim stays the first message's; a deferral of the other copy cannot reopen it either
+                from vaultcore.postback import deliveries
+
+                message = json.loads(second["body"])
+                stored = deliveries.load_message(message["account_id"], delivery_id)
+                assert stored is not None and (stored["state"], stored["holder"]) == ("sending", first["messageId"])
+                with pytest.raises(deliveries.Claimed) as claimed:
+                    deliveries.note_deferral(message, "circuit open", holder=second["messageId"])
+                assert claimed.value.reason == "held"
             else:
                 assert out == {"batchItemFailures": [{"itemIdentifier": first["messageId"]}]}
                 assert _posts(receiver, delivery_id) == [("1", 500)]
