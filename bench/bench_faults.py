@@ -12,10 +12,17 @@ moto server process, the fault proxy, a postback receiver, the runner with ``--a
 * ``lifecycle-<mode>`` (issue 28, tests/faults/lifecycle.py): the lifecycle flows (capture and partial refunds,
   a full refund racing a reversal, credits to the daily limit with declines, store then pay) under each of the
   six fault modes -- ``lost``, ``5xx``, ``throttle``, ``reset``, ``mixed``, ``lost60`` -- reconciled against the
-  tables and RSAPI (refunds, credits, statuses, one record per key, documented answers).
+  tables and RSAPI (refunds, credits, statuses, one record per key, documented answers);
+* issue 28 (``tests/faults/delivery_scenarios.py``): ``delivery-copies`` (20 keyed SALEs with half the
+  SendMessage answers lost and every delivery-log write after a POST failing: one 2xx per delivery id),
+  ``read-lost-claim`` (50 bfids read once each while 60% of UpdateItem answers are lost: each keyed reader
+  recovers its tokens, no rival reader gets them), ``rsapi-paging`` (the default range paged 2 s apart under
+  Query 503s: no 803, every SALE listed once).
 
 Printed per scenario as JSON: requests, approvals, double charges, unanswered approvals, false 1003s,
-self-collisions, postbacks delivered once / twice or more / missing, and the faults injected. Options:
+self-collisions, postbacks delivered once / twice or more / missing, the faults injected, and
+``invariants_broken`` (the issue 28 scenarios add their own: ``reads_unrecovered``, ``reads_by_two_readers``,
+``pages_refused``, ``pages_missing``, ...). Options:
 ``--seconds`` (the lost-answer burst), ``--commit <rev>`` (run against that commit's layer and functions),
 ``--lifecycle-rounds`` (rounds of the lifecycle flows per mode; 0 skips them).
 """
@@ -35,7 +42,7 @@ from bench.common import ROOT
 def run(seconds: float = 30.0, commit: str | None = None, workers: int = 6, lifecycle_rounds: int = 6) -> dict:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from tests.faults import harness
+    from tests.faults import delivery_scenarios, harness
 
     work = Path(tempfile.mkdtemp(prefix="bench-faults-"))
     root = harness.previous_tree(commit, work / "platform") if commit else None
@@ -48,6 +55,12 @@ def run(seconds: float = 30.0, commit: str | None = None, workers: int = 6, life
                                                                        postback_wait=90)),
             ("sigkill", lambda: harness.sigkill_mid_burst(stack, seconds=10, kill_after=5, workers=workers,
                                                           postback_wait=90)),
+            # issue 28, placements 4, 7 and 8 (tests/faults/delivery_scenarios.py)
+            ("delivery-copies", lambda: delivery_scenarios.delivery_copies_log_write_failing(stack, sales=20,
+                                                                                            postback_wait=90)),
+            ("read-lost-claim", lambda: delivery_scenarios.reads_with_lost_claim_answers(stack, bfids=50)),
+            ("rsapi-paging", lambda: delivery_scenarios.paging_at_the_clients_pace(stack, sales=20, limit=3,
+                                                                                  pace=2.0)),
         ):
             started = time.monotonic()
             try:

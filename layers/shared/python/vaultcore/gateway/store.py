@@ -26,8 +26,6 @@ a conditional write atomically per item, so of any number of concurrent captures
 
 from __future__ import annotations
 
-import base64
-import json
 from typing import Any
 
 from vaultcore.settings import settings
@@ -54,8 +52,6 @@ __all__ = [
     "unreturned_ach_returns",
     "mark_ach_returned",
     "list_transactions",
-    "encode_page_token",
-    "decode_page_token",
     "ConditionFailed",
 ]
 
@@ -444,25 +440,3 @@ def list_transactions(account_id: str, start: int, end: int, limit: int,
     if last:
         last = {"transaction_id": last["transaction_id"], "created_at": last["created_at"]}
     return items, last or None
-
-
-def encode_page_token(key: dict[str, Any], start: int, end: int) -> str:
-    """An opaque paging token bound to the query's date range (the account comes from authentication)."""
-    raw = json.dumps({"t": key["transaction_id"], "c": key["created_at"], "s": start, "e": end},
-                     separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_page_token(token: str, start: int, end: int) -> dict[str, Any] | None:
-    """The start key of the next page, or None when the token is malformed or for another range."""
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data = json.loads(raw)
-        tid, created = data["t"], data["c"]
-        if data["s"] != start or data["e"] != end:
-            return None
-        if not (isinstance(tid, str) and len(tid) == 12 and tid.isdigit() and isinstance(created, int)):
-            return None
-    except (ValueError, KeyError, TypeError):
-        return None
-    return {"transaction_id": tid, "created_at": created}
