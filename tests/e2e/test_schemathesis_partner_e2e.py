@@ -8,7 +8,13 @@ from __future__ import annotations
 import pytest
 import schemathesis
 
-from tests.e2e.test_schemathesis_e2e import APIS_HERE, CHECKS, _load, _node_id, platform  # noqa: F401 - fixtures
+from tests.e2e.test_schemathesis_e2e import (  # noqa: F401 - fixtures
+    APIS_HERE,
+    _load,
+    _node_id,
+    call_and_validate,
+    platform,
+)
 
 APIS_THERE = ("proxy", "secure", "management")
 assert not set(APIS_HERE) & set(APIS_THERE)
@@ -24,5 +30,4 @@ lazy_schema = schemathesis.pytest.from_fixture("api_schema")
 
 @lazy_schema.parametrize()
 def test_every_operation_conforms_to_its_document(case, platform):  # noqa: F811
-    runner, session = platform
-    case.call_and_validate(base_url=runner.base_url, session=session, checks=CHECKS)
+    call_and_validate(case, platform)
