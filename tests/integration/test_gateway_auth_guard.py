@@ -219,6 +219,36 @@ def test_a_guessed_key_is_slowed_down_for_one_window_at_most(shop, capsys):
         clock.set_offset(saved)
 
 
+def _from(shop: Shop, source_ip: str, variables: dict) -> dict:
+    """A QSAPI call from ``source_ip`` (API Gateway's requestContext.identity.sourceIp)."""
+    from tests.helpers import api_event
+
+    event = api_event("POST", QSAPI, json.dumps(variables), {"Content-Type": "application/json"}, resource=QSAPI)
+    event["requestContext"]["identity"]["sourceIp"] = source_ip
+    out = shop.platform.invoke("GatewayFunction", event)
+    assert out["statusCode"] == 200, out
+    return json.loads(out["body"])
+
+
+def test_a_guesser_slows_down_only_itself_not_the_merchant_s_servers(shop):
+    """The counts key on the account *from a source address*: a guesser at one address reaching the limit is
+    refused there, the right key too, while the merchant's servers at their own addresses keep charging (a
+    guesser must not be able to lock a merchant out, window after window, by knowing its account id)."""
+    limit, window = settings().auth_failure_limit, settings().auth_failure_window_seconds
+    saved = clock.offset()
+    try:
+        clock.set_offset(saved + (window - clock.now() % window) + 1)  # all in one window
+        right = {**SALE, "account_id": shop.account_id, "api_accesskey": shop.key}
+        for i in range(limit):
+            assert _from(shop, "203.0.113.7", {**right, "api_accesskey": f"{i:032x}"})["error_code"] == 102
+        assert _from(shop, "203.0.113.7", right)["error_code"] == 102  # the guesser's address: refused
+        assert _from(shop, "198.51.100.20", right)["transaction_approved"] is True  # the merchant's: charges
+        assert _from(shop, "198.51.100.20", {**right, "api_accesskey": "0" * 32})["error_code"] == 102
+        assert _from(shop, "198.51.100.20", right)["transaction_approved"] is True  # one failure: not the limit
+    finally:
+        clock.set_offset(saved)
+
+
 def test_failure_counts_are_retry_aware_and_bounded(platform, monkeypatch):
     """A retried write of the same failure (the SDK's, after a lost answer) counts once; an item holds at most
     the limit; its key is the credential's (spread), its TTL a window after the window's end."""

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from typing import Any
 
 from vaultcore.api.gate import InputRejected, check_request
-from vaultcore.api.http import Request, Response, request_from_event
+from vaultcore.api.http import Request, Response, request_from_event, set_source_ip
 from vaultcore.api.responses import error_response, internal_error_response
 from vaultcore.errors import AuthenticationFailed, VaultError
 from vaultcore.logs import clear_request_context, get_logger, set_request_context
@@ -82,6 +82,7 @@ def api_handler(family: str, route: Route, *, aws: tuple[str, ...] = ()
                 error_response(family, InputRejected("The request could not be read.", "text")).to_event())
         request_id = request.request_id or getattr(context, "aws_request_id", "")
         set_request_context(request_id)
+        set_source_ip(request.source_ip)
         set_api(api_of(family, request.resource))  # the Api dimension of AuthenticationFailures
         started = time.perf_counter()
         try:
@@ -101,6 +102,7 @@ def api_handler(family: str, route: Route, *, aws: tuple[str, ...] = ()
                                           "duration_ms": round((time.perf_counter() - started) * 1000, 2)})
         flush_metrics(context)  # issue 14: this invocation's metrics, one EMF line (vaultcore.metrics)
         set_api(None)
+        set_source_ip("")
         clear_request_context()
         return with_security_headers(response.to_event())
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import json
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -19,6 +20,20 @@ __all__ = ["Request", "Response", "json_response", "request_from_event"]
 # API Gateway's own cap is 10 MB; we accept less (DoS) and say so in docs/integrators/errors.md
 # ("Input limits (every API)").
 MAX_BODY_BYTES = 1_048_576
+
+
+#: The source IP of the request being served (API Gateway's ``requestContext.identity.sourceIp``), set by the API
+#: handler for the layers below that need it without a Request in hand: the per-credential failure counts key on
+#: (credential, source), so a guesser slows down only itself (vaultcore.store.auth_failures).
+_source_ip: ContextVar[str] = ContextVar("vault_source_ip", default="")
+
+
+def current_source_ip() -> str:
+    return _source_ip.get()
+
+
+def set_source_ip(ip: str) -> None:
+    _source_ip.set(ip)
 
 
 @dataclass

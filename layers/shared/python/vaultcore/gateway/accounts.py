@@ -58,6 +58,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from vaultcore import clock, metrics
+from vaultcore.api.http import current_source_ip
 from vaultcore.cache import ContainerCache
 from vaultcore.errors import Conflict, NotFound, ValidationError
 from vaultcore.gateway.errors import E, GatewayError
@@ -361,7 +362,7 @@ def authenticate(variables: dict[str, str], *, now: float) -> Account:
             hash_cause = _hash_check(account, account_id, key if key_ok else None, variables, now)
         # Asked whatever the credentials (a right guess must not cost more than a wrong one: the state is read
         # from the table at most once per container and RECORD_CACHE_SECONDS).
-        throttled = auth_failures.throttled(account_id, now)
+        throttled = auth_failures.throttled(_guessing_credential(account_id), now)
         # the first cause in this order (every check above has run, whatever failed: issue 12, timing)
         cause = ("unknown_account" if account is None else "disabled" if not account.active
                  else "access_key" if not key_ok else hash_cause or ("throttled" if throttled else ""))
@@ -379,12 +380,20 @@ def authenticate(variables: dict[str, str], *, now: float) -> Account:
         # No decoy nonce write for a hash that failed before its claim: only a hash that was right (whose holder
         # knows it) reaches the claim, so the claim's cost tells nothing, and the decoy item is one constant key.
         metrics.authentication_failed(cause, cause=cause or "other")
-        auth_failures.record_failure(account_id, now)
+        auth_failures.record_failure(_guessing_credential(account_id), now)
         raise
     assert account is not None
     if key and account.key_wrapped is None:
         _migrate(account, key)
     return account
+
+
+def _guessing_credential(account_id: str) -> str:
+    """What the failure counts key on: the account from this request's source address. A guesser reaching the
+    limit is refused, the right key too, for the rest of the window; the merchant's own servers, at other
+    addresses, are not (the alarm on AuthenticationFailures is what sees guesses spread over many addresses)."""
+    source = current_source_ip()
+    return f"{account_id}@{source}" if source else account_id
 
 
 def access_key_of(account: Account, variables: dict[str, str]) -> str:

@@ -1,6 +1,8 @@
 """Per-credential authentication failure counts: what slows down a gateway key being guessed (issue 27, item 4).
 
-One item per credential (a gateway ``account_id``) and fixed window of ``AUTH_FAILURE_WINDOW_SECONDS`` (300 s by
+One item per credential (a gateway ``account_id`` from one source address: ``<account_id>@<sourceIp>``, so a
+guesser slows down only itself and never locks the merchant's own servers out; see
+:func:`vaultcore.gateway.accounts._guessing_credential`) and fixed window of ``AUTH_FAILURE_WINDOW_SECONDS`` (300 s by
 default), in the Nonces table (its TTL attribute ``expiresAt`` removes it)::
 
     partnerId  "authfail#<credential>"   (spread: one partition per credential, never a constant key)
