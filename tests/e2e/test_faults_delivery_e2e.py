@@ -14,7 +14,6 @@ fail: a second 2xx as attempt 2, 3018 for the keyed retry, 803 for page 2).
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -24,13 +23,7 @@ from tests.faults.harness import failures
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    root = None
-    commit = os.environ.get("FAULTS_PLATFORM_COMMIT")
-    if commit:
-        root = harness.previous_tree(commit, tmp_path_factory.mktemp("platform"))
-    s = harness.Stack(tmp_path_factory.mktemp("faults-delivery"), root=root)
-    yield s
-    s.stop()
+    yield from harness.stack_for_tests(tmp_path_factory, "faults-delivery")
 
 
 def _assert_invariants(sc, violations):

@@ -13,7 +13,6 @@ stack without sharing data; the invariants are listed in tests/faults/harness.py
 from __future__ import annotations
 
 import json
-import os
 import time
 
 import pytest
@@ -28,13 +27,7 @@ BURST_SECONDS = 4.0
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    root = None
-    commit = os.environ.get("FAULTS_PLATFORM_COMMIT")
-    if commit:
-        root = harness.previous_tree(commit, tmp_path_factory.mktemp("platform"))
-    s = harness.Stack(tmp_path_factory.mktemp("faults"), root=root)
-    yield s
-    s.stop()
+    yield from harness.stack_for_tests(tmp_path_factory, "faults")
 
 
 def _assert_invariants(sc, violations):

@@ -12,7 +12,6 @@ tests/e2e/test_faults_e2e.py does).
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 
@@ -22,11 +21,7 @@ from tests.faults.lifecycle import lifecycle_under_faults
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory):
-    commit = os.environ.get("FAULTS_PLATFORM_COMMIT")
-    root = harness.previous_tree(commit, tmp_path_factory.mktemp("platform")) if commit else None
-    s = harness.Stack(tmp_path_factory.mktemp("lifecycle-faults"), root=root)
-    yield s
-    s.stop()
+    yield from harness.stack_for_tests(tmp_path_factory, "lifecycle-faults")
 
 
 def test_the_lifecycle_under_mixed_faults_reconciles(stack):

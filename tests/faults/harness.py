@@ -46,6 +46,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -279,6 +280,18 @@ class Stack:
             if item.get("transaction_approved") in (True, 1) or item.get("approved") in (True, 1):
                 out.append(item)
         return out
+
+
+def stack_for_tests(tmp_path_factory: Any, name: str) -> Iterator[Stack]:
+    """A module's fault stack (the body of each fault test file's ``stack`` fixture): the platform of this tree,
+    or of ``FAULTS_PLATFORM_COMMIT`` when set (to show a scenario failing on an earlier commit)."""
+    commit = os.environ.get("FAULTS_PLATFORM_COMMIT")
+    root = previous_tree(commit, tmp_path_factory.mktemp("platform")) if commit else None
+    stack = Stack(tmp_path_factory.mktemp(name), root=root)
+    try:
+        yield stack
+    finally:
+        stack.stop()
 
 
 def previous_tree(commit: str, dest: Path) -> Path:
