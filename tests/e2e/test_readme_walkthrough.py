@@ -34,8 +34,11 @@ def _localise(script: str, runner) -> str:
 
 
 def _first_step() -> str:
-    """The documented first step of every docs example: BASE and HMAC_KEY from .local/demo.json."""
-    return _block("## The examples", text=INDEX)
+    """The documented first step of every docs example: BASE and HMAC_KEY from .local/demo.json. Its
+    ``make run-bg`` line is the reader's; here the test's runner is already up (and a ``make run-bg`` from this
+    test would start one in the repository's own .local)."""
+    block = _block("## The examples", text=INDEX)
+    return "\n".join(line for line in block.splitlines() if not line.startswith(("make run", "make stop")))
 
 
 def _bash(script: str) -> str:
