@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from local.template import function_directories, load_template, parameters_with_defaults, render
 
 
@@ -166,4 +168,109 @@ def test_disabling_or_scheduling_the_deletion_of_the_key_notifies_the_alarm_topi
     (target,) = rule["Targets"]
     assert target["Arn"] == {"Fn::If": ["HasAlarmTopic", {"Ref": "AlarmTopicArn"}, {"Ref": "AlarmTopic"}]}
     assert rule["State"] == "ENABLED"
+# --- end ---
+
+
+# --- API Gateway throttling per API (docs/operators/capacity.md): each stage's rate and burst from its own
+# parameters, burst >= rate refused at deployment by a rule, defaults sized for 2,300 payments/s ---
+ANCHOR_TX_PER_SECOND = 2300  # the busiest card-payment peak on record, all on one gateway route
+ACCOUNT_THROTTLE_RATE, ACCOUNT_THROTTLE_BURST = 10_000, 5_000  # API Gateway's default per account and region
+
+
+def _apis(template: dict) -> list[str]:
+    return [n for n, r in template["Resources"].items() if r["Type"] == "AWS::Serverless::Api"]
+
+
+def _rule_holds(node, params: dict[str, str]):
+    """Evaluates a CloudFormation rule assertion (the functions the template's rules use)."""
+    if isinstance(node, list):
+        return [_rule_holds(n, params) for n in node]
+    if not isinstance(node, dict):
+        return node
+    ((fn, args),) = node.items()
+    if fn == "Ref":
+        return params[args]
+    values = _rule_holds(args, params)
+    if fn == "Fn::And":
+        return all(values)
+    if fn == "Fn::Or":
+        return any(values)
+    if fn == "Fn::Not":
+        return not values[0]
+    if fn == "Fn::Equals":
+        return str(values[0]) == str(values[1])
+    if fn == "Fn::Contains":
+        return str(values[1]) in [str(v) for v in values[0]]
+    raise AssertionError(f"no evaluator for {fn}")
+
+
+def test_each_api_stage_throttles_with_its_own_parameters_and_never_traces_data():
+    template = load_template()
+    assert "MethodSettings" not in template["Globals"]["Api"]  # SAM would append each API's list to it
+    parameters = template["Parameters"]
+    apis = _apis(template)
+    assert len(apis) == 6
+    for api in apis:
+        (setting,) = template["Resources"][api]["Properties"]["MethodSettings"]
+        assert setting["ResourcePath"] == "/*" and setting["HttpMethod"] == "*", api
+        assert setting["ThrottlingRateLimit"] == {"Ref": f"{api}ThrottleRate"}, api
+        assert setting["ThrottlingBurstLimit"] == {"Ref": f"{api}ThrottleBurst"}, api
+        assert setting["DataTraceEnabled"] is False, api  # data tracing would log request bodies (card data)
+        for kind in ("Rate", "Burst"):
+            spec = parameters[f"{api}Throttle{kind}"]
+            assert spec["Type"] == "Number" and spec["Description"], (api, kind)
+            assert str(spec["Default"]) in [str(v) for v in spec["AllowedValues"]], (api, kind)
+            assert min(int(v) for v in spec["AllowedValues"]) >= 1, (api, kind)
+    throttle_parameters = {p for p in parameters if re.fullmatch(r"\w+ApiThrottle(Rate|Burst)", p)}
+    assert throttle_parameters == {f"{api}Throttle{kind}" for api in apis for kind in ("Rate", "Burst")}
+
+
+def test_throttle_defaults_carry_the_anchor_within_the_default_account_throttle():
+    template = load_template()
+    parameters = template["Parameters"]
+    rate = {api: int(parameters[f"{api}ThrottleRate"]["Default"]) for api in _apis(template)}
+    burst = {api: int(parameters[f"{api}ThrottleBurst"]["Default"]) for api in _apis(template)}
+    assert rate["GatewayApi"] >= ANCHOR_TX_PER_SECOND  # every QSAPI transaction is one route: POST /api/qsapi/3.8
+    # a flood that fills every API's throttle stays inside the account's, so none pushes another into 429s
+    assert sum(rate.values()) <= ACCOUNT_THROTTLE_RATE, rate
+    assert all(b <= ACCOUNT_THROTTLE_BURST for b in burst.values()), burst
+    assert all(burst[api] >= rate[api] for api in rate)
+    assert rate["ManagementApi"] == min(rate.values()) <= 50  # operators' calls; a brake on a leaked credential
+
+
+def test_a_rule_refuses_a_burst_below_the_rate_for_every_api():
+    template = load_template()
+    parameters = template["Parameters"]
+    rule = template["Rules"]["ThrottleBurstIsAtLeastTheRate"]
+    assert "RuleCondition" not in rule
+    defaults = parameters_with_defaults(template)
+    for api in _apis(template):
+        ladder = [str(v) for v in parameters[f"{api}ThrottleRate"]["AllowedValues"]]
+        assert ladder == [str(v) for v in parameters[f"{api}ThrottleBurst"]["AllowedValues"]], api
+        assert ladder == sorted(ladder, key=int), api
+        for rate in ladder:
+            for burst in ladder:
+                params = {**defaults, f"{api}ThrottleRate": rate, f"{api}ThrottleBurst": burst}
+                holds = all(_rule_holds(a["Assert"], params) for a in rule["Assertions"])
+                assert holds == (int(burst) >= int(rate)), (api, rate, burst)
+        described = [a["AssertDescription"] for a in rule["Assertions"] if f"{api}ThrottleBurst" in str(a["Assert"])]
+        assert len(described) == 1 and f"{api}ThrottleRate" in described[0], api
+
+
+def test_the_capacity_page_lists_every_throttle_parameter_with_its_default():
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[2] / "docs" / "operators" / "capacity.md").read_text()
+    section = page.split("\n## API Gateway throttling per API\n", 1)[1].split("\n## ", 1)[0]
+    parameters = load_template()["Parameters"]
+    listed = {}
+    for line in section.splitlines():
+        m = re.match(r"^\| [^|]+ \| `(\w+ApiThrottle(?:Rate|Burst))` \| ([\d,]+) \| `(\w+ApiThrottle(?:Rate|Burst))` \| "
+                     r"([\d,]+) \|", line)
+        if m:
+            listed[m.group(1)] = m.group(2).replace(",", "")
+            listed[m.group(3)] = m.group(4).replace(",", "")
+    expected = {p: str(spec["Default"]) for p, spec in parameters.items()
+                if re.fullmatch(r"\w+ApiThrottle(Rate|Burst)", p)}
+    assert listed == expected, set(listed.items()) ^ set(expected.items())
 # --- end ---
