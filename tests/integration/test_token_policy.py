@@ -246,3 +246,19 @@ def test_a_proxy_configuration_cannot_detokenize_a_cvv(world):
     with pytest.raises(proxy_errors.ProxyConfigError) as err:
         validate_for_partner(world.partner["partnerId"], document)
     assert "3046" in err.value.message or "CVV" in err.value.message
+
+
+def test_the_proxy_detokenize_action_refuses_an_iframe_capture_and_forwards_nothing(world):
+    from tests.integration.test_proxy import _call, _create, _doc, _gateway_action
+    from tests.proxy_target import Target
+
+    etoken = world.capture("x-1")
+    tokens = _read_tokens(world, etoken)
+    subs = [{"transformationSource": "body", "transformationType": "jsonpath", "transformationPath": "$.card",
+             "fieldName": "vault_token_card_number"}]
+    with Target() as target:
+        ref = _create(world.platform, world.partner, _doc(target.url + "/echo", [_gateway_action("detokenize", subs)]))
+        status, _, body = _call(world.platform, world.partner, ref,
+                                json.dumps({"card": tokens["vault_token_card_number"]}), {"vault-id": etoken})
+        assert status == 400 and body["code"] == 8103 and "3045" in body["message"], body
+        assert not target.seen and CARD not in json.dumps(body)
