@@ -8,11 +8,23 @@ moto server process, the fault proxy, a postback receiver, the runner with ``--a
 * ``sqs-lost-sweep``: postbacks left in the outbox (SendMessage reset), then half the SendMessage answers lost
   while the outbox sweeper queues them;
 * ``sigkill``: the runner SIGKILLed in the middle of a 10 s SALE burst, restarted onto the same data, every key
-  replayed.
+  replayed;
+* ``lifecycle-<mode>`` (issue 28, tests/faults/lifecycle.py): the lifecycle flows (capture and partial refunds,
+  a full refund racing a reversal, credits to the daily limit with declines, store then pay) under each of the
+  six fault modes -- ``lost``, ``5xx``, ``throttle``, ``reset``, ``mixed``, ``lost60`` -- reconciled against the
+  tables and RSAPI (refunds, credits, statuses, one record per key, documented answers);
+* issue 28 (``tests/faults/delivery_scenarios.py``): ``delivery-copies`` (20 keyed SALEs with half the
+  SendMessage answers lost and every delivery-log write after a POST failing: one 2xx per delivery id),
+  ``read-lost-claim`` (50 bfids read once each while 60% of UpdateItem answers are lost: each keyed reader
+  recovers its tokens, no rival reader gets them), ``rsapi-paging`` (the default range paged 2 s apart under
+  Query 503s: no 803, every SALE listed once).
 
 Printed per scenario as JSON: requests, approvals, double charges, unanswered approvals, false 1003s,
-self-collisions, postbacks delivered once / twice or more / missing, and the faults injected. Options:
-``--seconds`` (the lost-answer burst), ``--commit <rev>`` (run against that commit's layer and functions).
+self-collisions, postbacks delivered once / twice or more / missing, the faults injected, and
+``invariants_broken`` (the issue 28 scenarios add their own: ``reads_unrecovered``, ``reads_by_two_readers``,
+``pages_refused``, ``pages_missing``, ...). Options:
+``--seconds`` (the lost-answer burst), ``--commit <rev>`` (run against that commit's layer and functions),
+``--lifecycle-rounds`` (rounds of the lifecycle flows per mode; 0 skips them).
 """
 
 from __future__ import annotations
@@ -27,10 +39,10 @@ from pathlib import Path
 from bench.common import ROOT
 
 
-def run(seconds: float = 30.0, commit: str | None = None, workers: int = 6) -> dict:
+def run(seconds: float = 30.0, commit: str | None = None, workers: int = 6, lifecycle_rounds: int = 6) -> dict:
     if str(ROOT) not in sys.path:
         sys.path.insert(0, str(ROOT))
-    from tests.faults import harness
+    from tests.faults import delivery_scenarios, harness
 
     work = Path(tempfile.mkdtemp(prefix="bench-faults-"))
     root = harness.previous_tree(commit, work / "platform") if commit else None
@@ -43,6 +55,12 @@ def run(seconds: float = 30.0, commit: str | None = None, workers: int = 6) -> d
                                                                        postback_wait=90)),
             ("sigkill", lambda: harness.sigkill_mid_burst(stack, seconds=10, kill_after=5, workers=workers,
                                                           postback_wait=90)),
+            # issue 28, placements 4, 7 and 8 (tests/faults/delivery_scenarios.py)
+            ("delivery-copies", lambda: delivery_scenarios.delivery_copies_log_write_failing(stack, sales=20,
+                                                                                            postback_wait=90)),
+            ("read-lost-claim", lambda: delivery_scenarios.reads_with_lost_claim_answers(stack, bfids=50)),
+            ("rsapi-paging", lambda: delivery_scenarios.paging_at_the_clients_pace(stack, sales=20, limit=3,
+                                                                                  pace=2.0)),
         ):
             started = time.monotonic()
             try:
@@ -54,17 +72,38 @@ def run(seconds: float = 30.0, commit: str | None = None, workers: int = 6) -> d
             summary["seconds"] = round(time.monotonic() - started, 1)
             summary["invariants_broken"] = sorted(k for k, v in violations.items() if v)
             results.append(summary)
+        results += _lifecycle(stack, lifecycle_rounds, workers)
     finally:
         stack.stop()
     return {"platform": commit or "HEAD", "burst_seconds": seconds, "scenarios": results}
+
+
+def _lifecycle(stack, rounds: int, workers: int) -> list[dict]:
+    """Issue 28: the lifecycle flows under each fault mode, reconciled."""
+    from tests.faults.lifecycle import MODES, lifecycle_under_faults
+
+    out: list[dict] = []
+    for mode in MODES if rounds > 0 else ():
+        started = time.monotonic()
+        try:
+            lc, violations = lifecycle_under_faults(stack, mode, rounds=rounds, workers=workers)
+        except Exception as exc:  # one mode's harness failure does not hide the others' figures
+            out.append({"scenario": f"lifecycle-{mode}", "error": f"{type(exc).__name__}: {exc}"[:500]})
+            continue
+        summary = lc.summary(violations)
+        summary["seconds"] = round(time.monotonic() - started, 1)
+        summary["invariants_broken"] = sorted(k for k, v in violations.items() if v)
+        out.append(summary)
+    return out
 
 
 def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seconds", type=float, default=30.0)
     parser.add_argument("--commit", default=None)
+    parser.add_argument("--lifecycle-rounds", type=int, default=6)
     args = parser.parse_args(argv if argv is not None else [])
-    result = run(args.seconds, args.commit)
+    result = run(args.seconds, args.commit, lifecycle_rounds=args.lifecycle_rounds)
     print(json.dumps({"faults": result}, indent=2), flush=True)
     return result
 

@@ -7,6 +7,7 @@ physical ids the runner created locally.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -24,7 +25,12 @@ PSEUDO_PARAMETERS = {"AWS::Region": REGION, "AWS::AccountId": ACCOUNT, "AWS::Par
                      "AWS::StackName": "vault-local", "AWS::URLSuffix": "amazonaws.com"}
 
 
-class _CfnLoader(yaml.SafeLoader):
+# libyaml's loader where PyYAML was built with it (its wheels are): the pure-Python one took about 0.4 s of every
+# test platform's setup for this template (issue 26). Both accept the same documents.
+_BaseLoader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _CfnLoader(_BaseLoader):  # type: ignore[valid-type,misc]
     pass
 
 
@@ -44,9 +50,17 @@ def _construct(loader: yaml.SafeLoader, tag_suffix: str, node: yaml.Node) -> Any
 _CfnLoader.add_multi_constructor("!", _construct)
 
 
+_parsed: dict[tuple[str, int, int], dict[str, Any]] = {}
+
+
 def load_template(path: Path = TEMPLATE) -> dict[str, Any]:
-    with open(path, encoding="utf-8") as fh:
-        return yaml.load(fh, Loader=_CfnLoader)  # noqa: S506 - SafeLoader subclass with CFN tags only
+    """The template as a dict: a fresh copy each call (callers may change it), parsed once per file version."""
+    stat = Path(path).stat()
+    key = (str(Path(path).resolve()), stat.st_mtime_ns, stat.st_size)
+    if key not in _parsed:
+        with open(path, encoding="utf-8") as fh:
+            _parsed[key] = yaml.load(fh, Loader=_CfnLoader)  # noqa: S506 - SafeLoader subclass with CFN tags only
+    return copy.deepcopy(_parsed[key])
 
 
 def parameters_with_defaults(template: dict[str, Any], overrides: dict[str, str] | None = None) -> dict[str, str]:

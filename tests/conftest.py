@@ -7,6 +7,34 @@ import os
 import pytest
 
 
+def _share_sdk_models() -> None:
+    """Every botocore session of the test process reads the SDK's model files once (issue 26).
+
+    Each test platform (and each test's cold handlers) makes new sessions and clients, and botocore caches the
+    parsed service models per loader instance only: re-reading and parsing them was about a quarter of a
+    test platform's setup. The files are static, and botocore already shares one parsed copy among all the
+    clients of a session, so sharing it among sessions changes nothing but the time. Keyed by the loader's
+    search paths at the time of the call (boto3 adds its own after the loader is made).
+    """
+    from botocore import loaders
+
+    shared: dict[tuple, object] = {}
+    for name in ("list_available_services", "determine_latest_version", "list_api_versions", "load_service_model",
+                 "load_data_with_path"):
+        original = getattr(loaders.Loader, name)
+
+        def cached(self, *args, _original=original, _name=name, **kwargs):
+            key = (_name, tuple(self.search_paths), args, tuple(sorted(kwargs.items())))
+            if key not in shared:
+                shared[key] = _original(self, *args, **kwargs)
+            return shared[key]
+
+        setattr(loaders.Loader, name, cached)
+
+
+_share_sdk_models()
+
+
 def reset_platform_state() -> None:
     """Forget every per-container cache so each test starts cold (settings, clients, records, keys)."""
     from vaultcore import clock
@@ -25,6 +53,17 @@ def reset_platform_state() -> None:
     for name, module in list(sys.modules.items()):
         if name.startswith("vaultcore.") and hasattr(module, "reset_caches"):
             module.reset_caches()
+
+
+@pytest.fixture
+def budget_clock(monkeypatch):
+    """The work budgets' clock replaced by a :class:`tests.helpers.SteppingClock` (step 0 until a test sets it)."""
+    from tests.helpers import SteppingClock
+    from vaultcore.net import deadline
+
+    stepping = SteppingClock(0.0)
+    monkeypatch.setattr(deadline, "monotonic", stepping)
+    return stepping
 
 
 @pytest.fixture

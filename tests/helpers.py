@@ -37,3 +37,23 @@ def call(platform, function: str, method: str, path: str, body=None, headers=Non
 def admin(platform, method: str, path: str, body=None, query=None) -> tuple[int, Any]:
     status, _, payload = call(platform, "ManagementFunction", method, path, body, query=query)
     return status, payload
+
+
+class SteppingClock:
+    """A monotonic clock that advances ``step`` seconds at every read (issue 26).
+
+    Work budgets (:mod:`vaultcore.net.deadline`) read the clock at every check and around every metered section,
+    so with this clock a budget is spent by a *count* of checks: the same verdict on a fast machine, a slow one
+    and a loaded one. The ``budget_clock`` fixture (tests/conftest.py) installs one with a step of 0.
+    """
+
+    def __init__(self, step: float) -> None:
+        self.now, self.step, self.reads = 1000.0, step, 0
+
+    def __call__(self) -> float:
+        self.reads += 1
+        self.now += self.step
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds

@@ -86,6 +86,7 @@ TOKEN_CODES: dict[int, tuple[str, bool]] = {
     3020: ("`values` missing, empty, not an array, or more than 64 entries (HTTP 400).", False),
     3021: ("A `values` entry is not `{name, value}` with string members (HTTP 400).", False),
     3022: ("`omit` is not a boolean (body), or not 0, 1 or 2 (query) (HTTP 400).", False),
+    3023: ("`read`: the `Idempotency-Key` header is not 1 to 255 printable ASCII characters (HTTP 400).", False),
     3030: ("Device headers sent but the template has no `vault_token_card_number` (HTTP 400).", False),
     3040: ("The partner does not hold the detokenize permission (management API; off by default) (HTTP 403).",
            False),

@@ -26,7 +26,7 @@ from local.contracts.common import (
 )
 from vaultcore.gateway import validation as v
 from vaultcore.gateway.processor import GATEWAY_BRANDS
-from vaultcore.gateway.reporting import _DATE, _INCLUDABLE, MAX_RANGE_SECONDS
+from vaultcore.gateway.reporting import _DATE, _INCLUDABLE, MAX_RANGE_SECONDS, PAGE_TOKEN_SECONDS
 from vaultcore.gateway.reporting import _KNOWN as RSAPI_KNOWN
 from vaultcore.gateway.service import RESPONSE_FIELDS
 from vaultcore.wallet.checkout_api import _COUNTRY, _REFERENCE, CARD_BRANDS, CHECKOUT_ERRORS, WALLET_TYPE
@@ -299,7 +299,11 @@ def _schemas() -> dict[str, Any]:
             "limit": text("[0-9]{1,3}", "1-100, default 25 (805)."),
             "batch_id": text("[1-9][0-9]{0,6}", "The transactions of one settlement batch, instead of start_date and "
                                                 "end_date (806)."),
-            "next_token": text(description="The previous page's `next_token` (803)."),
+            "next_token": text(description="The previous page's `next_token`: the next page of the range it was "
+                                           "issued for (start_date, end_date and batch_id may be left out; when "
+                                           "sent, they must name that range). Tamper-evident, for the same "
+                                           f"account, usable for {PAGE_TOKEN_SECONDS // 3600} hours from its listing's "
+                                           "first page (803)."),
             "include_fields": text(description="Comma-separated names (at most 50) to add (804 for an unknown "
                                                "one): " + ", ".join(sorted(_INCLUDABLE)) + "."),
         }, ("account_id", "api_accesskey"), closed=False,

@@ -298,7 +298,16 @@ def build() -> dict[str, Any]:
         "operationId": "readTokens", **signed, "summary": "The tokens kept for a bfid, once",
         "description": "The tokens of a tokenize with `?omit=1`/`?omit=2` (or of the payment iFrame), once per bfid "
                        "(a second read: 3018, HTTP 409), within the one-hour read window (3011); not kept for read "
-                       "3019; deleted 3017.",
+                       "3019; deleted 3017. With an `Idempotency-Key` the read is that key's: a retry with the "
+                       "same key after a lost answer or a 500 gets the same tokens again (within the read window); "
+                       "every other reader still gets 3018.",
+        "parameters": [parameter(
+            "Idempotency-Key", "header", "1-255 printable ASCII characters (3023): the reader's identity. The first "
+                                         "read with this key claims the bfid's tokens; a retry with the same key "
+                                         "gets them again within the one-hour read window; other keys, or none, "
+                                         "3018. Kept only as a hash, until the read window ends. Not part of the "
+                                         "HMAC signature.",
+            text("[\\x20-\\x7e]{1,255}"))],
         "requestBody": body(ref("BfidRequest")),
         "responses": {"200": response("The tokens.", ref("ValuesResponse")),
                       **error_responses(400, 401, 500),

@@ -27,11 +27,17 @@ class Runner:
 
 @pytest.fixture(scope="session")
 def runner(tmp_path_factory):
+    from tests.e2e.log_hygiene import leaks
     from tests.e2e.runner_process import runner_process
 
     with runner_process(tmp_path_factory.mktemp("runner")) as started:
         time.sleep(0.2)
-        yield Runner(started.base_url, started.demo, started.stdout, started.stderr)
+        runner = Runner(started.base_url, started.demo, started.stdout, started.stderr)
+        yield runner
+    # Every worker's runner is scanned once its tests are done (pytest-xdist: test_zz_log_hygiene.py sees only
+    # the runner of the worker it ran on). A leak fails the session as an error in teardown.
+    found = leaks(runner.logs(), runner.demo)
+    assert not found, f"the session runner's logs hold {found}"
 
 
 # ------------------------------------------------------------------------------------------ API contracts

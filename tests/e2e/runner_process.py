@@ -9,14 +9,14 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from local.background import wait_until_serving
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +31,7 @@ class RunnerProcess:
 
 
 @contextlib.contextmanager
-def runner_process(state: Path, *args: str, start_seconds: float = 60) -> Iterator[RunnerProcess]:
+def runner_process(state: Path, *args: str, start_seconds: float = 180) -> Iterator[RunnerProcess]:
     """``python -m local.runner --port 0 --state-dir <state> --quiet-banner <args>``, listening, for the block."""
     out, err = state / "stdout.log", state / "stderr.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}  # the runner's own moto only
@@ -40,18 +40,7 @@ def runner_process(state: Path, *args: str, start_seconds: float = 60) -> Iterat
         proc = subprocess.Popen([sys.executable, "-m", "local.runner", "--port", "0", "--state-dir", str(state),
                                  "--quiet-banner", *args], cwd=ROOT, env=env, stdout=stdout, stderr=stderr)
     try:
-        deadline = time.monotonic() + start_seconds
-        base_url = None
-        while base_url is None:
-            if proc.poll() is not None:
-                raise RuntimeError("runner exited:\n" + err.read_text())
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"runner did not start within {start_seconds:.0f} s:\n" + err.read_text()[-2000:])
-            m = re.search(r"Local platform listening on (http://\S+)", err.read_text())
-            if m and (state / "demo.json").exists():
-                base_url = m.group(1)
-            else:
-                time.sleep(0.1)
+        base_url = wait_until_serving(proc, err, state, start_seconds)  # RunnerFailed (a RuntimeError) if not
         yield RunnerProcess(base_url, json.loads((state / "demo.json").read_text()), out, err, proc)
     finally:
         proc.terminate()

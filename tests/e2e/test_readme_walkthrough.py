@@ -5,6 +5,7 @@ path is the test's). The other pages' examples: tests/e2e/test_docs_examples.py.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -47,12 +48,40 @@ needs_shell_tools = pytest.mark.skipif(not (shutil.which("curl") and shutil.whic
                                        reason="the README's shell examples use curl and openssl")
 
 
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @needs_shell_tools
-def test_the_walkthrough_runs_as_written(runner):
+def test_the_walkthrough_runs_as_written(tmp_path):
+    """Pasted as one block, `make run-bg` and `make stop` included (issue 26), into one bash, in a copy of the
+    repository's top level (links) whose ``.local`` is a fresh directory: a reader's first run. Only the port is
+    the test's (PORT, as the README says), so that it never meets a runner of the reader's."""
     script = _block("## Walkthrough")
+    assert script.lstrip().startswith("make run-bg") and script.rstrip().endswith(
+        "make stop    # stops the runner that make run-bg started")
     assert 'BASE=$(python3' in script and '["baseUrl"]' in script  # the base URL is read from .local/demo.json
-    script = "\n".join(line for line in script.splitlines() if not line.startswith("make run"))
-    out = _bash("set -e\n" + _localise(script.replace(".venv/bin/python", sys.executable), runner))
+    assert not re.search(r"<[a-z][^>\n]*>", "\n".join(ln for ln in script.splitlines() if not ln.startswith("#")))
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for child in ROOT.iterdir():  # the repository as the reader has it (Makefile, .venv, local/), but .local
+        if child.name != ".local":
+            (repo / child.name).symlink_to(child, target_is_directory=child.is_dir())
+    (repo / ".local").mkdir()
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith(("AWS_", "MAKE"))}, "PORT": str(_free_port())}
+    done = subprocess.run(["bash", "-c", "set -e\n" + script], cwd=repo, env=env, capture_output=True, text=True,
+                          timeout=300)
+    try:
+        assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    finally:
+        subprocess.run(["make", "--no-print-directory", "stop"], cwd=repo, env=env, capture_output=True, timeout=60)
+    out = done.stdout
+    assert out.startswith(f"Local platform listening on http://127.0.0.1:{env['PORT']} (pid ")
+    assert "stopped the runner (pid" in out and "stopping" in (repo / ".local" / "run.log").read_text()
     assert '"reference": "walkthrough-1"' in out
     assert out.count('"errCode": 1003') == 1  # step 2: the same header twice, refused once
     assert '"PAN": "4761739001010010"' in out

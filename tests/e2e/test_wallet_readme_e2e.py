@@ -66,7 +66,9 @@ def test_the_wallet_section_runs_as_written(runner, tmp_path):
     assert configured["configured"]["status"] == 200
     assert configured["configured"]["account_id"] == demo["checkout"]["account_id"]
     assert configured["configured"]["response"]["trust_roots"] == [{"sha256": configured["trust_root"]["sha256"]}]
-    assert token["token"]["file"] == "token.json" and token2["token"]["file"] == "token2.json"
+    # the tokens are written under .local/, never into the repository's root
+    assert token["token"]["file"] == ".local/token.json" and token2["token"]["file"] == ".local/token2.json"
+    assert not list(tmp_path.glob("*.json")), list(tmp_path.iterdir())
     # The APay SALE with the generated token is approved.
     assert sale["transaction_approved"] is True and sale["error_code"] == 0, sale
     assert (sale["tender_type"], sale["card_brand"], sale["last4"], sale["transaction_amount"]) == (

@@ -357,3 +357,53 @@ def test_a_refund_and_a_reversal_whose_answers_are_lost_move_money_once(platform
     assert original["refundable_cents"] == 600 and original["refund_ids"] == {refund["transaction_id"]}
     assert items[auth["transaction_id"]]["reversed_by"] == reversal["transaction_id"]
     assert sorted(t["transaction_type"] for t in items.values()) == ["AUTHORIZATION", "REFUND", "REVERSAL", "SALE"]
+
+
+def _claim_applied_then_unanswered(undo: bool):
+    """The idempotency claim (a PutItem on the Idempotency table) is applied and then every answer is lost (the
+    SDK's retries too); with ``undo``, DynamoDB answers again from the next call on, else it stays down."""
+    def behaviour(wrapper: _Wrapped, name: str, method: Any, kwargs: dict) -> Any:
+        if kwargs.get("TableName") != settings().idempotency_table:
+            return method(**kwargs)
+        if name == "put_item" and not wrapper.faults:
+            method(**kwargs)
+            wrapper.faults.append(name)
+            raise EndpointConnectionError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
+        if not undo and wrapper.faults:
+            wrapper.faults.append(name)
+            raise EndpointConnectionError(endpoint_url="https://dynamodb.us-east-1.amazonaws.com")
+        return method(**kwargs)
+
+    return behaviour
+
+
+def test_a_claim_whose_answer_is_lost_is_undone_so_the_retry_runs_at_once(platform, faults):
+    """Issue 26 (the self-collision seen under parallel load): the claim landed but its answer never came, so the
+    request answers "nothing was charged; retry" -- and before, left its own lock behind: the retry it was told
+    to make got 601 for 30 s. Now the claim is undone first, and the retry runs."""
+    account = _account(platform)
+    wrapper = faults({"put_item", "delete_item"}, _claim_applied_then_unanswered(undo=True))
+    status, _, first = _sale(platform, account, key="order-claim-lost")
+    assert wrapper.faults == ["put_item"]
+    assert status == 500 and "nothing was charged" in first["error_message"], first
+    faults.remove()
+    status, _, retry = _sale(platform, account, key="order-claim-lost")
+    assert status == 200 and retry["transaction_approved"] is True, retry
+    assert [t["transaction_id"] for t in _approved(account)] == [retry["transaction_id"]]
+
+
+def test_a_claim_that_can_be_neither_confirmed_nor_undone_is_an_unknown_outcome(platform, faults):
+    """When the undo fails too, the key may be held: "outcome unknown" (retry with the same key after the lock),
+    never "nothing was charged" followed by a 601."""
+    account = _account(platform)
+    wrapper = faults({"put_item", "delete_item"}, _claim_applied_then_unanswered(undo=False))
+    status, _, first = _sale(platform, account, key="order-claim-stuck")
+    assert wrapper.faults[:2] == ["put_item", "delete_item"]
+    assert status == 500 and "unknown" in first["error_message"], first
+    faults.remove()
+    status, _, busy = _sale(platform, account, key="order-claim-stuck")
+    assert status == 409 and busy["error_code"] == E.IDEMPOTENCY_IN_PROGRESS  # within the lock: documented
+    clock.set_offset(31)
+    status, _, retry = _sale(platform, account, key="order-claim-stuck")
+    assert status == 200 and retry["transaction_approved"] is True
+    assert [t["transaction_id"] for t in _approved(account)] == [retry["transaction_id"]]

@@ -629,18 +629,24 @@ def test_idempotency_in_progress_and_takeover(gw):
 
 # ----------------------------------------------------------------------------------------------- reporting
 def test_reporting_by_date_range_with_paging(gw):
+    # The clock is pinned to noon UTC (issue 26): "a day and an hour ago" then falls on the day before, whatever
+    # the hour the suite runs at. Before, between 00:00 and 01:00 UTC it fell on the same date as two days ago.
+    import time
+    from datetime import UTC, datetime, timedelta
+
+    pinned = datetime.now(UTC).replace(hour=12, minute=0, second=0, microsecond=0)
+    base = pinned.timestamp() - time.time()
     day = 24 * 3600
     ids = []
     for offset in (-3 * day, -2 * day, -day - 3600, 0, 0):
-        clock.set_offset(offset)
+        clock.set_offset(base + offset)
         ids.append(gw.card()["transaction_id"])
-    clock.set_offset(0)
+    clock.set_offset(base)
     recent = gw.report()  # default: the last 24 hours
     assert {t["transaction_id"] for t in recent["transactions"]} == set(ids[3:])
-    from datetime import UTC, datetime, timedelta
 
-    start = (datetime.now(UTC) - timedelta(days=4)).strftime("%Y-%m-%d")
-    end = datetime.now(UTC).strftime("%Y-%m-%d")
+    start = (pinned - timedelta(days=4)).strftime("%Y-%m-%d")
+    end = pinned.strftime("%Y-%m-%d")
     seen, token = [], None
     while True:
         page = gw.report(start_date=start, end_date=end, limit="2", **({"next_token": token} if token else {}))
@@ -652,8 +658,11 @@ def test_reporting_by_date_range_with_paging(gw):
     assert sorted(seen) == sorted(ids) and len(seen) == 5
     created = [t["transaction_timestamp"] for t in gw.report(start_date=start, end_date=end)["transactions"]]
     assert created == sorted(created, reverse=True)
-    mid = (datetime.now(UTC) - timedelta(days=2)).strftime("%Y-%m-%d")
+    mid = (pinned - timedelta(days=2)).strftime("%Y-%m-%d")
     assert {t["transaction_id"] for t in gw.report(start_date=mid, end_date=mid)["transactions"]} == {ids[1]}
+    yesterday = (pinned - timedelta(days=1)).strftime("%Y-%m-%d")
+    assert {t["transaction_id"] for t in gw.report(start_date=yesterday, end_date=yesterday)["transactions"]} == {
+        ids[2]}
 
 
 def test_reporting_errors(gw):

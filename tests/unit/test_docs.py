@@ -80,7 +80,7 @@ def test_the_nav_lists_every_page_and_the_clients_page():
 
 def test_make_test_builds_the_docs_strictly_outside_the_repository_s_files():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    test_line = re.search(r"^test:(.*)$", makefile, re.M).group(1).split()
+    test_line = re.search(r"^TEST_TARGETS := (.*)$", makefile, re.M).group(1).split()
     assert "docs-build" in test_line
     build = re.search(r"^docs-build:.*\n((?:\t.*\n)+)", makefile, re.M).group(1)
     assert "mkdocs build --strict" in build and "$(DOCS_SITE)" in build

@@ -383,7 +383,7 @@ def test_make_test_runs_cfn_lint_with_informational_rules_and_a_pinned_checkov()
     from pathlib import Path
 
     makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
-    test_target = re.search(r"^test: (.*)$", makefile, re.M).group(1).split()
+    test_target = re.search(r"^TEST_TARGETS := (.*)$", makefile, re.M).group(1).split()
     assert "template-lint" in test_target
     recipe = makefile.split("\ntemplate-lint:", 1)[1].split("\n\n", 1)[0]
     assert "cfn-lint --include-checks I" in recipe

@@ -7,6 +7,7 @@ import time
 
 import pytest
 
+from tests.helpers import SteppingClock
 from vaultcore.net import deadline
 from vaultcore.net.safe_regex import RegexBudgetExhausted, RegexTimeout, compile_bounded
 from vaultcore.proxy import errors as E
@@ -39,28 +40,50 @@ def _message(body: str, content_type: str = "text/plain", headers=None, query=No
                    body=Body(raw, kind))
 
 
+def _engine_that_runs(clock: SteppingClock, seen: list[float], *, seconds: float | None = None):
+    """A stand-in for one call of the ``regex`` engine: records the timeout it was given and takes ``seconds``
+    of the test clock (or, with None, all of its timeout, which it then reports as the engine does)."""
+
+    def engine(*_args, timeout: float):
+        seen.append(timeout)
+        if seconds is not None and seconds < timeout:
+            clock.advance(seconds)
+            return None
+        clock.advance(timeout * 1.001)  # the engine notices a little after its limit, as the real one does
+        raise TimeoutError("regex timed out")
+
+    return engine
+
+
 # ------------------------------------------------------------------------------------------------ the budget
 
 
-def test_only_metered_time_is_charged_and_nesting_counts_once():
+def test_only_metered_time_is_charged_and_nesting_counts_once(budget_clock):
+    clock = budget_clock
     budget = deadline.WorkBudget(1.0)
-    time.sleep(0.05)  # not pattern work: not charged
+    clock.advance(0.05)  # not pattern work: not charged
     assert budget.spent == 0.0
     with budget.metered(), budget.metered():
-        time.sleep(0.05)
-        assert 0.04 < budget.elapsed() < 0.5  # the running section counts before it ends
-    assert 0.04 < budget.spent < 0.5 and budget.remaining() == pytest.approx(1.0 - budget.spent)
+        clock.advance(0.05)
+        assert budget.elapsed() == pytest.approx(0.05)  # the running section counts before it ends
+    assert budget.spent == pytest.approx(0.05) and budget.remaining() == pytest.approx(0.95)
 
 
-def test_a_spent_budget_raises_on_check():
+def test_a_spent_budget_raises_on_check(budget_clock):
+    clock = budget_clock
     budget = deadline.WorkBudget(0.01)
     with budget.metered():
-        time.sleep(0.02)
+        clock.advance(0.02)
     assert budget.exhausted
     with pytest.raises(deadline.BudgetExhausted):
         budget.check()
     with pytest.raises(ValueError):
         deadline.WorkBudget(0)
+
+
+def test_the_deployed_clock_is_the_monotonic_one():
+    # The seam is for tests only: nothing in the shipped code replaces it.
+    assert deadline.monotonic is time.monotonic
 
 
 def test_budgeted_gives_each_call_a_fresh_budget_and_ensure_reuses_the_active_one():
@@ -84,67 +107,98 @@ def test_budgeted_gives_each_call_a_fresh_budget_and_ensure_reuses_the_active_on
 # ------------------------------------------------------------------------------------------------ regex calls
 
 
-def test_every_regex_call_gets_the_smaller_of_its_limit_and_what_is_left():
-    pattern = compile_bounded(EMAIL, probe=False)
-    text = "a" * 200_000 + "@"  # one search: far over both limits
+def test_every_regex_call_gets_the_smaller_of_its_limit_and_what_is_left(budget_clock):
+    clock = budget_clock
+    pattern = compile_bounded(EMAIL, probe=False)  # the per-call limit: 0.5 s
+    seen: list[float] = []
     budget = deadline.WorkBudget(0.15)
-    started = time.monotonic()
     with deadline.using(budget), pytest.raises(RegexBudgetExhausted):
-        pattern.search(text)
-    assert time.monotonic() - started < 0.45  # cut at the budget (0.15 s), not at the 0.5 s per-call limit
+        pattern._call(_engine_that_runs(clock, seen), "a" * 200_000 + "@")
+    assert seen == [pytest.approx(0.15)]  # cut at the budget (0.15 s), not at the 0.5 s per-call limit
     assert budget.exhausted and isinstance(RegexBudgetExhausted("x"), RegexTimeout)
-    started = time.monotonic()
     with deadline.using(budget), pytest.raises(RegexBudgetExhausted):
-        pattern.search("x@y.co")  # nothing left: refused before the engine runs
-    assert time.monotonic() - started < 0.05
+        pattern._call(_engine_that_runs(clock, seen), "x@y.co")
+    assert len(seen) == 1  # nothing left: refused before the engine runs
 
 
-def test_the_per_call_limit_still_applies_inside_a_large_budget():
+def test_the_real_engine_stops_at_the_budget():
+    # The same through the regex engine itself: its timeout is what stops a search that would take seconds.
+    pattern = compile_bounded(EMAIL, probe=False)
+    with deadline.using(deadline.WorkBudget(0.05)) as budget, pytest.raises(RegexBudgetExhausted):
+        pattern.search("a" * 200_000 + "@")
+    assert budget.exhausted
+
+
+def test_the_per_call_limit_still_applies_inside_a_large_budget(budget_clock):
+    clock = budget_clock
     pattern = compile_bounded(EMAIL, timeout=0.05, probe=False)
+    seen: list[float] = []
     with deadline.using(deadline.WorkBudget(10)) as budget:
         with pytest.raises(RegexTimeout) as caught:
-            pattern.search("a" * 200_000 + "@")
+            pattern._call(_engine_that_runs(clock, seen), "a" * 200_000 + "@")
         assert not isinstance(caught.value, RegexBudgetExhausted)
-    assert 0.04 < budget.spent < 1
+    assert seen == [0.05] and budget.spent == pytest.approx(0.05, rel=0.01)
+    with deadline.using(deadline.WorkBudget(10)), pytest.raises(RegexTimeout) as real:
+        pattern.search("a" * 200_000 + "@")  # the real engine, cut at 0.05 s of its own clock
+    assert not isinstance(real.value, RegexBudgetExhausted)
 
 
 # ------------------------------------------------------------------------------------------------ locate
 
 
-def test_many_short_searches_share_one_budget():
-    # Issue 12: each search stays under the per-search limit, so only a total can stop them.
-    cpath = _unprobed(EMAIL)
-    message = _message(_near_misses())
+def _many_addresses(count: int) -> str:
+    """``count`` short, cheap matches: each search is microseconds, so only a total can stop them."""
+    return "x@y.co; " * count
+
+
+def test_many_short_searches_share_one_budget(budget_clock):
+    clock = budget_clock
+    # Issue 12: each search stays under the per-search limit, so only a total can stop them. With the test
+    # clock every budget read costs 1 ms, so the 0.3 s budget is spent after 300 reads, whatever the machine.
     from vaultcore.proxy.transform import new_splicer
 
-    started = time.monotonic()
-    with deadline.using(deadline.WorkBudget(0.3)), pytest.raises(E.ProxyError) as caught:
+    clock.step = 0.001
+    cpath = _unprobed(EMAIL)
+    message = _message(_many_addresses(900))
+    with deadline.using(deadline.WorkBudget(0.3)) as budget, pytest.raises(E.ProxyError) as caught:
         locate(message, cpath, strict=True, splicer=new_splicer(message))
     assert caught.value.code == E.REGEX_TIMEOUT == 8109
     assert caught.value.message == ("The configuration's patterns (regex, jsonpath, xpath) exceeded the request's "
                                     f"time budget for pattern work ({PATTERN_BUDGET:g} s in all) on this body.")
-    assert time.monotonic() - started < 1.5
+    assert budget.exhausted and clock.reads < 600  # stopped once spent, not after all 900 searches
 
 
-def test_outside_a_request_locate_has_a_budget_of_its_own():
+def test_outside_a_request_locate_has_a_budget_of_its_own(budget_clock):
+    clock = budget_clock
     from vaultcore.proxy.transform import new_splicer
 
-    message = _message(_near_misses())
-    started = time.monotonic()
+    clock.step = 0.01
+    message = _message(_many_addresses(900))
     with pytest.raises(E.ProxyError) as caught:
         locate(message, _unprobed(EMAIL), strict=True, splicer=new_splicer(message))
     assert caught.value.code == 8109
-    assert time.monotonic() - started < PATTERN_BUDGET + 1.5
+    # PATTERN_BUDGET (2 s) at 10 ms a read: stopped after about 200 reads, far short of 900 searches' worth.
+    assert PATTERN_BUDGET / clock.step <= clock.reads < PATTERN_BUDGET / clock.step * 2
+    assert deadline.current() is None  # the budget of its own ends with the call
+    clock.step = 0.0
+    assert locate(message, _unprobed(EMAIL), strict=True, splicer=new_splicer(message))  # a budget not spent
 
 
-def test_masks_in_one_request_draw_on_the_same_budget():
-    # Three masks, each well under the budget alone, do not each get a fresh one.
-    body = _near_misses(40_000)
-    masks = [(_unprobed(EMAIL), lambda v: "*"), (_unprobed(EMAIL + "()"), lambda v: "*"),
-             (_unprobed("(" + EMAIL + ")"), lambda v: "*")]
+def test_masks_in_one_request_draw_on_the_same_budget(budget_clock):
+    clock = budget_clock
+    # Three masks, each well under the budget alone, do not each get a fresh one. The test clock makes the
+    # cost of one mask a count of budget reads, identical for the three (same body, same matches: each mask
+    # writes back what it found, so the next one finds it again).
+    clock.step = 0.001
+    body = _many_addresses(200)
+    masks = [(_unprobed(EMAIL), str), (_unprobed(EMAIL + "()"), str), (_unprobed("(" + EMAIL + ")"), str)]
     with deadline.using(deadline.WorkBudget(10)) as alone:
         mask_message(_message(body), masks[:1])
     one = alone.spent
+    assert 0 < one < 10 / 3
+    with deadline.using(deadline.WorkBudget(one * 3.5)) as enough:
+        mask_message(_message(body), masks)  # three masks fit in three shares (and a half)
+    assert not enough.exhausted
     with deadline.using(deadline.WorkBudget(one * 2.2)), pytest.raises(E.ProxyError) as caught:
         mask_message(_message(body), masks)
     assert caught.value.code == 8109

@@ -82,31 +82,51 @@ def _body_message(raw: bytes, kind: str) -> Message:
     return Message(headers=Headers({}), query=[], body=Body(raw, kind).parse())
 
 
-def test_two_descendant_steps_over_a_deep_body_stop_at_the_budget():
-    # Before: jsonpath-ng walked the subtree of every 'a' again, 13 s on this body, with no way to stop it.
+def _nodes(value) -> int:
+    if isinstance(value, dict):
+        return 1 + sum(_nodes(v) for v in value.values())
+    if isinstance(value, list):
+        return 1 + sum(_nodes(v) for v in value)
+    return 1
+
+
+def test_two_descendant_steps_over_a_deep_body_stop_at_the_budget(budget_clock):
+    # Before: jsonpath-ng walked the subtree of every 'a' again, 13 s on this body, with no way to stop it. The
+    # budget is read every CHECK_EVERY nodes; with the test clock each read costs 1 ms, so the 0.2 s budget is
+    # spent after about 200 checks, whatever the machine (issue 26).
+    from vaultcore.proxy.pathwalk import CHECK_EVERY
+
+    budget_clock.step = 0.001
     message = _body_message(_deep_json(), "json")
     cpath = compile_path("body", "jsonpath", "$..a..nomatch")
-    started = time.monotonic()
-    with deadline.using(deadline.WorkBudget(0.2)), pytest.raises(E.ProxyError) as caught:
+    with deadline.using(deadline.WorkBudget(0.2)) as budget, pytest.raises(E.ProxyError) as caught:
         locate(message, cpath, strict=True)
     assert caught.value.code == 8109 and "time budget for pattern work" in caught.value.message
-    assert time.monotonic() - started < 1.5
+    # stopped at the budget, after about 100,000 node visits (CHECK_EVERY each), where the whole walk is one per
+    # 'a' over its subtree (28 levels deep)
+    assert budget.exhausted and 200 <= budget_clock.reads < 300 and CHECK_EVERY == 512
 
 
-def test_matches_are_found_lazily_so_too_many_stops_early():
+def test_matches_are_found_lazily_so_too_many_stops_early(budget_clock):
+    # More than 1,000 matches: stopped at the 1,001st, not after the whole walk. Counted in budget checks (one
+    # every CHECK_EVERY nodes), not timed (issue 26).
+    from vaultcore.proxy.pathwalk import CHECK_EVERY
+
     message = _body_message(_deep_json(), "json")
-    started = time.monotonic()
     with pytest.raises(E.ProxyError) as caught:
         locate(message, compile_path("body", "jsonpath", "$..*"), strict=True)
-    assert caught.value.code == 8106  # more than 1,000 matches: stopped at the 1,001st, not after the whole walk
-    assert time.monotonic() - started < 0.5
+    assert caught.value.code == 8106
+    assert budget_clock.reads * CHECK_EVERY <= 4 * 1_001 + 4 * CHECK_EVERY  # the whole body: ~117,000 nodes, 228 checks
 
 
-def test_one_descendant_step_over_a_large_body_is_well_inside_the_budget():
+def test_one_descendant_step_over_a_large_body_is_well_inside_the_budget(budget_clock):
+    # One walk of the body, checked every CHECK_EVERY nodes (jsonpath-ng: a walk per descendant, 1.5 s here).
+    from vaultcore.proxy.pathwalk import CHECK_EVERY
+
     message = _body_message(_deep_json(), "json")
-    with deadline.using(deadline.WorkBudget(2.0)) as budget:
+    with deadline.using(deadline.WorkBudget(2.0)):
         assert locate(message, compile_path("body", "jsonpath", "$..nomatch"), strict=True) == []
-    assert budget.spent < 1.0  # jsonpath-ng: 1.5 s
+    assert budget_clock.reads <= 2 * _nodes(json.loads(_deep_json())) // CHECK_EVERY + 4
 
 
 # ------------------------------------------------------------------------------------------------ xpath

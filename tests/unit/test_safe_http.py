@@ -409,7 +409,7 @@ def test_read_timeout(server, client):
     started = time.monotonic()
     with pytest.raises(EgressTimeout):
         client.send("GET", f"http://127.0.0.1:{port}/slow", timeout=0.5)
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 6  # cut near 0.5 s, not at the target's pace (slack for a loaded machine)
 
 
 def test_total_deadline_holds_against_drip_feed(server):
@@ -419,8 +419,9 @@ def test_total_deadline_holds_against_drip_feed(server):
         started = time.monotonic()
         with pytest.raises(EgressTimeout):
             c.send("GET", f"http://127.0.0.1:{port}/drip", timeout=1.0)
-        # Then the wall-clock budget still ends the call
-        assert time.monotonic() - started < 2.5
+        # Then the wall-clock budget still ends the call: near 1 s, far from the 20 s read timeout (the slack is
+        # for a loaded machine, issue 26)
+        assert time.monotonic() - started < 6
 
 
 def test_timeouts_are_capped_at_25_seconds():
@@ -691,7 +692,7 @@ def test_endless_response_is_abandoned_not_drained(server, client):
     started = time.monotonic()
     with pytest.raises(ResponseTooLarge):
         client.send("GET", f"http://127.0.0.1:{port}/endless")
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 6  # abandoned at the size cap; an endless drain would never end
     assert server.endless_aborted.wait(5)  # the client closed its end: the server's writes failed
 
 
@@ -771,9 +772,10 @@ def test_drip_feed_past_the_deadline_is_a_deadline_timeout(server, path):
         with pytest.raises(EgressTimeout) as info:
             c.send("GET", f"http://127.0.0.1:{port}{path}", timeout=1.0)
         elapsed = time.monotonic() - started
-    # Then the wall-clock budget ends the call, in about the budget
+    # Then the wall-clock budget ends the call, in about the budget: never before it, and far from the 20 s read
+    # timeout (the slack is for a loaded machine, issue 26)
     assert info.value.reason == "deadline"
-    assert 0.9 <= elapsed < 2.0
+    assert 0.9 <= elapsed < 6
 
 
 def test_stalled_tls_handshake_is_bounded(monkeypatch):
@@ -786,7 +788,7 @@ def test_stalled_tls_handshake_is_bounded(monkeypatch):
             started = time.monotonic()
             with pytest.raises(EgressTimeout):
                 c.send("GET", f"https://stub.example.com:{port}/ok", timeout=0.5)
-            assert time.monotonic() - started < 1.5
+            assert time.monotonic() - started < 6  # near 0.5 s; the 20 s read timeout would fail this
     finally:
         listener.close()
 

@@ -15,10 +15,14 @@ payload; our records must never hold card data. So:
   condition), or when an ``INPROGRESS`` record with the same fingerprint was abandoned (its holder crashed:
   ``in_progress_expiry`` passed). Losing returns the old record (``ReturnValuesOnConditionCheckFailure``):
   another fingerprint -> error 600; ``COMPLETED`` -> the stored response is replayed; still in progress ->
-  error 601 (HTTP 409). The condition also admits the same claim again (``transaction_id`` is random per
+  error 601 (HTTP 409), unless the holder's transaction is already recorded: then it is the answer (issue 28,
+  ``service._claim_outcome``: a failed "complete" write never makes a replay of an approved operation wait). The condition also admits the same claim again (``transaction_id`` is random per
   request): an SDK retry of a claim whose answer was lost is this request's own claim, not a collision.
 * A taken-over record names the transaction_id its first holder reserved; if that transaction was written
-  before the crash, its stored response is the answer (no second charge).
+  before the crash, its stored response is the answer (no second charge). Taking over is a second conditional
+  PutItem (after the claim's failed one) that also carries every earlier attempt of the key not yet known to be
+  settled (``unsettled``: each id with the time it claimed the key), so that an attempt which fails to settle
+  its predecessor (DynamoDB failing again) leaves it to the next one instead of forgetting it (issue 28).
 * :func:`complete` stores the final response, which holds no clear card data: gateway responses carry last4
   only, and the caller re-checks the text against the request's card and account numbers before storing.
   Failures that never reached the processor (validation, token resolution, capture refusals) are not stored:
@@ -36,13 +40,14 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from vaultcore.errors import DependencyError
 from vaultcore.gateway.validation import FINGERPRINT_EXCLUDED
 from vaultcore.settings import settings
 from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 
-__all__ = ["RETENTION_SECONDS", "IN_PROGRESS_SECONDS", "Claim", "record_id", "fingerprint", "claim", "complete",
-           "release"]
+__all__ = ["RETENTION_SECONDS", "IN_PROGRESS_SECONDS", "Claim", "KeyStateUnknown", "record_id", "fingerprint", "claim",
+           "complete", "release"]
 
 RETENTION_SECONDS = 24 * 3600
 IN_PROGRESS_SECONDS = 30
@@ -53,8 +58,10 @@ _NAMES = {"#s": "status", "#r": "response"}
 class Claim:
     """The outcome of :func:`claim`.
 
-    ``state``: ``new`` (proceed), ``replay`` (answer ``response``/``status``), ``mismatch``, ``in_progress``,
-    or ``takeover`` (an abandoned attempt reserved ``previous_transaction_id``; look it up before proceeding).
+    ``state``: ``new`` (proceed), ``replay`` (answer ``response``/``status``), ``mismatch``, ``in_progress``
+    (the holder reserved ``previous_transaction_id``: when that transaction is recorded, it is the answer), or
+    ``takeover`` (an abandoned attempt reserved ``previous_transaction_id``; look it up before proceeding).
+    ``previous_claimed_at``: when that attempt claimed the key (its operation's day, e.g. a CREDIT's allowance).
     """
 
     state: str
@@ -63,6 +70,16 @@ class Claim:
     response: dict[str, Any] | None = None
     status: int = 200
     previous_transaction_id: str | None = None
+    previous_claimed_at: int | None = None
+    #: takeover: every earlier attempt to settle, oldest first, as (transaction_id, claimed_at); the last is
+    #: ``previous_transaction_id``.
+    attempts: tuple[tuple[str, int | None], ...] = ()
+
+
+class KeyStateUnknown(DependencyError):
+    """The claim's PutItem failed without an answer and could not be undone either: the key may be held by this
+    request's claim for its 30 s lock. Nothing was charged, but the caller must answer "outcome unknown" (retry
+    with the same key after the lock), never "nothing was charged; retry", which the lock would answer with 601."""
 
 
 def _table() -> str:
@@ -79,21 +96,26 @@ def fingerprint(values: dict[str, str], api_accesskey: str) -> str:
 
 
 def claim(account_id: str, key: str, print_: str, transaction_id: str, now: int) -> Claim:
-    """One conditional PutItem (a DynamoDB round trip)."""
+    """One conditional PutItem (a DynamoDB round trip); a takeover makes a second one (:func:`_take_over`)."""
     rid = record_id(account_id, key)
     item = {"id": rid, "status": "INPROGRESS", "fingerprint": print_, "transaction_id": transaction_id,
             "expiration": now + RETENTION_SECONDS, "in_progress_expiry": now + IN_PROGRESS_SECONDS}
     try:
         with aws_errors("idempotency claim"):
-            out = dynamodb().put_item(
-                TableName=_table(), Item=to_item(item), ReturnValues="ALL_OLD",
+            dynamodb().put_item(
+                TableName=_table(), Item=to_item(item),
                 ConditionExpression=("attribute_not_exists(id) OR expiration < :now OR "
-                                     "(#s = :inprogress AND in_progress_expiry < :now AND fingerprint = :fp) OR "
                                      "(#s = :inprogress AND transaction_id = :tid AND fingerprint = :fp)"),
                 ExpressionAttributeNames={"#s": "status"},
                 ExpressionAttributeValues=to_item({":now": now, ":inprogress": "INPROGRESS", ":fp": print_,
                                                    ":tid": transaction_id}),
                 ReturnValuesOnConditionCheckFailure="ALL_OLD")
+    except DependencyError:
+        # Applied with every answer lost is possible (the SDK's retries are admitted by the condition, and lost
+        # too): a lock of this request's own that would refuse the retry it is about to be told to make (601 for
+        # 30 s, issue 26). Undo it, by its transaction_id, before answering "nothing was charged".
+        _undo_claim(rid, transaction_id)
+        raise
     except ConditionFailed as exc:
         cause = exc.__cause__
         old = from_item(getattr(cause, "response", {}).get("Item")) if cause is not None else None
@@ -103,27 +125,77 @@ def claim(account_id: str, key: str, print_: str, transaction_id: str, now: int)
             return Claim("mismatch", rid, transaction_id)
         if old.get("transaction_id") == transaction_id and old.get("status") == "INPROGRESS":
             return Claim("new", rid, transaction_id)  # pragma: no cover - the condition admits it already
-        if old.get("status") == "COMPLETED" and isinstance(old.get("response"), str):
-            return Claim("replay", rid, str(old.get("transaction_id", "")), json.loads(old["response"]),
-                         int(old.get("http_status", 200)))
-        return Claim("in_progress", rid, transaction_id)
-    previous = from_item(out.get("Attributes"))
-    if previous and previous.get("transaction_id") == transaction_id:
-        return Claim("new", rid, transaction_id)  # a retry of this very claim: the first try was applied
-    if previous and previous.get("status") == "INPROGRESS" and int(previous.get("expiration", 0)) >= now:
-        return Claim("takeover", rid, transaction_id, previous_transaction_id=previous.get("transaction_id"))
-    return Claim("new", rid, transaction_id)
+        return _settled_or_held(rid, transaction_id, old, item, now)
+    return Claim("new", rid, transaction_id)  # a new key, an expired record, or a retry of this very claim
+
+
+def _settled_or_held(rid: str, transaction_id: str, old: dict[str, Any], item: dict[str, Any], now: int,
+                     taking_over: bool = False) -> Claim:
+    """The claim's outcome against another record of the same fingerprint."""
+    if old.get("status") == "COMPLETED" and isinstance(old.get("response"), str):
+        return Claim("replay", rid, str(old.get("transaction_id", "")), json.loads(old["response"]),
+                     int(old.get("http_status", 200)))
+    if (not taking_over and old.get("status") == "INPROGRESS" and int(old.get("in_progress_expiry", 0)) < now
+            and int(old.get("expiration", 0)) >= now):
+        return _take_over(rid, transaction_id, old, item, now)  # abandoned: its holder died or could not tell
+    return Claim("in_progress", rid, transaction_id, previous_transaction_id=old.get("transaction_id"),
+                 previous_claimed_at=_claimed_at(old))
+
+
+def _take_over(rid: str, transaction_id: str, old: dict[str, Any], item: dict[str, Any], now: int) -> Claim:
+    """Take over an abandoned INPROGRESS record: one conditional PutItem that names this request and carries
+    the attempts to settle (the old record's ``unsettled`` and its holder). Of concurrent takers exactly one
+    wins (the condition names the old holder); an SDK retry of this put is recognised by its own id."""
+    attempts = [dict(a) for a in old.get("unsettled") or ()] + [
+        {"t": str(old.get("transaction_id", "")), "at": _claimed_at(old)}]
+    new = {**item, "unsettled": attempts}
+    try:
+        with aws_errors("idempotency takeover"):
+            dynamodb().put_item(
+                TableName=_table(), Item=to_item(new),
+                ConditionExpression=("(#s = :inprogress AND transaction_id = :old AND in_progress_expiry < :now) OR "
+                                     "(#s = :inprogress AND transaction_id = :tid)"),
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=to_item({":now": now, ":inprogress": "INPROGRESS", ":tid": transaction_id,
+                                                   ":old": old.get("transaction_id", "")}),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD")
+    except ConditionFailed as exc:  # another request took it over (or completed it) first
+        cause = exc.__cause__
+        other = from_item(getattr(cause, "response", {}).get("Item")) if cause is not None else None
+        if other is None:
+            return Claim("in_progress", rid, transaction_id)
+        if not hmac.compare_digest(str(other.get("fingerprint", "")).encode(), str(item["fingerprint"]).encode()):
+            return Claim("mismatch", rid, transaction_id)
+        return _settled_or_held(rid, transaction_id, other, item, now, taking_over=True)
+    pairs = tuple((str(a.get("t")), None if a.get("at") is None else int(a["at"])) for a in attempts)
+    return Claim("takeover", rid, transaction_id, previous_transaction_id=pairs[-1][0],
+                 previous_claimed_at=pairs[-1][1], attempts=pairs)
+
+
+def _claimed_at(record: dict[str, Any]) -> int | None:
+    expiration = record.get("expiration")
+    return int(expiration) - RETENTION_SECONDS if expiration is not None else None
+
+
+def _undo_claim(rid: str, transaction_id: str) -> None:
+    """Delete this request's own INPROGRESS claim if it exists; :class:`KeyStateUnknown` if that cannot be done."""
+    try:
+        release(Claim("new", rid, transaction_id))
+    except DependencyError as exc:
+        raise KeyStateUnknown("Internal error: idempotency claim failed.") from exc
 
 
 def complete(claim_: Claim, response: dict[str, Any], status: int = 200) -> None:
     """Store the final response (one UpdateItem), only while this request still holds the claim.
 
-    The condition also admits a retry of this very update (already COMPLETED with the same transaction id).
+    The condition also admits a retry of this very update (already COMPLETED with the same transaction id). A
+    replay that found the holder's transaction recorded completes the record for it with a claim naming that
+    transaction (``service._claim_outcome``): the same response, so either write may land first.
     """
     with aws_errors("idempotency complete"):
         dynamodb().update_item(
             TableName=_table(), Key=to_item({"id": claim_.record_id}),
-            UpdateExpression="SET #s = :done, #r = :resp, http_status = :code, transaction_id = :tid",
+            UpdateExpression="SET #s = :done, #r = :resp, http_status = :code, transaction_id = :tid REMOVE unsettled",
             ConditionExpression="transaction_id = :mine OR (#s = :done AND transaction_id = :tid)",
             ExpressionAttributeNames=_NAMES,
             ExpressionAttributeValues=to_item({":done": "COMPLETED", ":resp": json.dumps(response),

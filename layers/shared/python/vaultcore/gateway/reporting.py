@@ -9,6 +9,14 @@ Form-urlencoded or JSON variables, authenticated like QSAPI (``account_id``, ``a
   ``{"error": false, ..., "transactions": [...], "count": n, "next_token": "..." | null}``.
   Served by the Transactions table's ``byCreatedAt`` local secondary index: one Query per page.
 
+Paging (issue 28): a ``next_token`` carries the range it was issued for (and the batch, for ``batch_id``), so the
+next page reads that same range whenever it is asked for: the default "last 24 hours" and an open batch end at
+the time of the *first* page, not of each later one. The token is tamper-evident (HMAC-SHA-256 under the
+account's access key, over the account id and the token's content) and lives :data:`PAGE_TOKEN_SECONDS` from the
+first page of its listing; past that, or with another account's credentials, or altered, it is 803. Sent with a
+token, ``start_date`` / ``end_date`` / ``batch_id`` may be left out; when sent they must name the token's range
+(803 otherwise).
+
 A record is the transaction response (as QSAPI answered it) plus ``account_id``, ``payment_type``,
 ``device_trans_id``, ``reissue``, the level 2 values, and for authorizations ``auth_status``
 (``authorized``/``captured``/``declined``), ``auth_expires_at`` and ``captured_by``.
@@ -24,7 +32,12 @@ returned when the account option ``fraud_in_rsapi`` is on, or when named in ``in
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import json
 import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
@@ -38,11 +51,14 @@ from vaultcore.gateway.service import RESPONSE_FIELDS, response_from_item
 from vaultcore.gateway.validation import LEVEL2_FIELDS, RSAPI_TOKEN_FIELDS, parse_variables
 from vaultcore.wallet.gateway_hooks import FRAUD_FIELDS
 
-__all__ = ["rsapi", "TOKEN_REPORT_FIELDS", "record_of", "MAX_RANGE_SECONDS"]
+__all__ = ["rsapi", "TOKEN_REPORT_FIELDS", "record_of", "MAX_RANGE_SECONDS", "PAGE_TOKEN_SECONDS", "PageToken",
+           "encode_page_token", "decode_page_token"]
 
 TOKEN_REPORT_FIELDS = ("bfid", *RSAPI_TOKEN_FIELDS)
 MAX_RANGE_SECONDS = 31 * 24 * 3600
 DEFAULT_LIMIT = 25
+#: How long a ``next_token`` (and every later one of the same listing) can be used, from its listing's first page.
+PAGE_TOKEN_SECONDS = 24 * 3600
 _EXTRA_FIELDS = ("account_id", "payment_type", "device_trans_id", "reissue", *LEVEL2_FIELDS, "auth_status",
                  "auth_expires_at", "captured_by")
 _INCLUDABLE = frozenset({*TOKEN_REPORT_FIELDS, *(n for n, _ in RESPONSE_FIELDS), *_EXTRA_FIELDS,
@@ -99,6 +115,97 @@ def _parse_date(text: str, *, end: bool) -> int:
         raise GatewayError(E.REPORT_DATE_RANGE) from exc
 
 
+@dataclass(frozen=True)
+class PageToken:
+    """What a ``next_token`` carries: the next page's start key, the range it was issued for, its expiry."""
+    transaction_id: str
+    created_at: int
+    start: int
+    end: int
+    expires: int
+    batch: int | None = None
+
+
+def _token_mac(secret: str, account_id: str, payload: bytes) -> bytes:
+    message = b"rsapi-next-token\x00" + account_id.encode("ascii") + b"\x00" + payload
+    return hmac.new(secret.encode("utf-8"), message, hashlib.sha256).digest()[:16]
+
+
+def _b64(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def encode_page_token(token: PageToken, *, account_id: str, secret: str) -> str:
+    """``base64url(json).base64url(mac)``: opaque to the client, tamper-evident, bound to the account."""
+    data: dict[str, Any] = {"t": token.transaction_id, "c": token.created_at, "s": token.start, "e": token.end,
+                            "x": token.expires}
+    if token.batch is not None:
+        data["b"] = token.batch
+    payload = json.dumps(data, separators=(",", ":")).encode()
+    return _b64(payload) + "." + _b64(_token_mac(secret, account_id, payload))
+
+
+def decode_page_token(text: str, *, account_id: str, secret: str, now: float) -> PageToken | None:
+    """The token's content, or None when it is malformed, altered, another account's, or expired."""
+    try:
+        body, mac = text.split(".")
+        payload, signature = _unb64(body), _unb64(mac)
+        if _b64(payload) != body or _b64(signature) != mac:
+            return None  # one spelling per token: no ignored padding bits
+        if not hmac.compare_digest(signature, _token_mac(secret, account_id, payload)):
+            return None
+        data = json.loads(payload)
+        token = PageToken(data["t"], data["c"], data["s"], data["e"], data["x"], data.get("b"))
+    except (ValueError, KeyError, TypeError, UnicodeError):
+        return None
+    if not (isinstance(token.transaction_id, str) and len(token.transaction_id) == 12
+            and token.transaction_id.isdigit()):
+        return None
+    if not all(type(v) is int for v in (token.created_at, token.start, token.end, token.expires)):
+        return None
+    if token.batch is not None and type(token.batch) is not int:
+        return None
+    if now > token.expires or token.start > token.end:
+        return None
+    return token
+
+
+def _range(variables: dict[str, str], account_batches: Batches, now: float) -> tuple[int, int, int | None]:
+    """The ``[start, end]`` a first page asks for, and the batch it names (None: a date range)."""
+    if "batch_id" in variables:
+        # The transactions of one batch: its span of creation times (the open batch: up to now)
+        text = variables["batch_id"]
+        span = account_batches.span(int(text)) if re.fullmatch(r"[1-9][0-9]{0,6}", text) else None
+        if span is None or "start_date" in variables or "end_date" in variables:
+            raise GatewayError(E.REPORT_BATCH)
+        return span[0], min(span[1], int(now)), int(text)
+    end = _parse_date(variables["end_date"], end=True) if "end_date" in variables else int(now)
+    start = _parse_date(variables["start_date"], end=False) if "start_date" in variables else end - 24 * 3600
+    if start > end or end - start > MAX_RANGE_SECONDS:
+        raise GatewayError(E.REPORT_DATE_RANGE)
+    return start, end, None
+
+
+def _check_range_of(variables: dict[str, str], token: PageToken) -> None:
+    """A later page may name its range again; when it does, it must be the token's (803 otherwise)."""
+    if token.batch is not None or "batch_id" in variables:
+        if ("start_date" in variables or "end_date" in variables
+                or variables.get("batch_id", str(token.batch)) != str(token.batch)):
+            raise GatewayError(E.REPORT_PAGE_TOKEN)
+        return
+    try:
+        same = (("start_date" not in variables or _parse_date(variables["start_date"], end=False) == token.start)
+                and ("end_date" not in variables or _parse_date(variables["end_date"], end=True) == token.end))
+    except GatewayError:
+        same = False
+    if not same:
+        raise GatewayError(E.REPORT_PAGE_TOKEN)
+
+
 def rsapi(request: Request) -> Response:
     """The reporting route (wiring: ``functions/reporting/app.py``)."""
     now = clock.now()
@@ -116,27 +223,26 @@ def rsapi(request: Request) -> Response:
             raise GatewayError(E.REPORT_NOT_FOUND)
         return json_response(200, {**ok, "transaction": record_of(item, fields, account_batches)})
 
-    if "batch_id" in variables:
-        # The transactions of one batch: its span of creation times (the open batch: up to now)
-        text = variables["batch_id"]
-        span = account_batches.span(int(text)) if re.fullmatch(r"[1-9][0-9]{0,6}", text) else None
-        if span is None or "start_date" in variables or "end_date" in variables:
-            raise GatewayError(E.REPORT_BATCH)
-        start, end = span[0], min(span[1], int(now))
+    secret = accounts.access_key_of(account, variables)
+    start_key = None
+    if "next_token" in variables:
+        # issue 28: the range is the token's, not today's default; a listing keeps its first page's expiry
+        token = decode_page_token(variables["next_token"], account_id=account.account_id, secret=secret, now=now)
+        if token is None:
+            raise GatewayError(E.REPORT_PAGE_TOKEN)
+        _check_range_of(variables, token)
+        start, end, batch, expires = token.start, token.end, token.batch, token.expires
+        start_key = {"transaction_id": token.transaction_id, "created_at": token.created_at}
     else:
-        end = _parse_date(variables["end_date"], end=True) if "end_date" in variables else int(now)
-        start = _parse_date(variables["start_date"], end=False) if "start_date" in variables else end - 24 * 3600
-        if start > end or end - start > MAX_RANGE_SECONDS:
-            raise GatewayError(E.REPORT_DATE_RANGE)
+        start, end, batch = _range(variables, account_batches, now)
+        expires = int(now) + PAGE_TOKEN_SECONDS
     limit_text = variables.get("limit", str(DEFAULT_LIMIT))
     if not re.fullmatch(r"[0-9]{1,3}", limit_text) or not 1 <= int(limit_text) <= 100:
         raise GatewayError(E.REPORT_LIMIT)
-    start_key = None
-    if "next_token" in variables:
-        start_key = store.decode_page_token(variables["next_token"], start, end)
-        if start_key is None:
-            raise GatewayError(E.REPORT_PAGE_TOKEN)
     items, last = store.list_transactions(account.account_id, start, end, int(limit_text), start_key)
     records = [record_of(i, fields, account_batches) for i in items]
-    return json_response(200, {**ok, "transactions": records, "count": len(records),
-                               "next_token": store.encode_page_token(last, start, end) if last else None})
+    next_token = None
+    if last:
+        page = PageToken(last["transaction_id"], int(last["created_at"]), start, end, expires, batch)
+        next_token = encode_page_token(page, account_id=account.account_id, secret=secret)
+    return json_response(200, {**ok, "transactions": records, "count": len(records), "next_token": next_token})

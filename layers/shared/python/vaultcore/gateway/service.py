@@ -187,10 +187,12 @@ def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[in
     writer = uuid.uuid4().hex  # this request's identity on every conditional write it makes
     claim: idempotency.Claim | None = None
     if key is not None:
-        claim = idempotency.claim(account.account_id, key, idempotency.fingerprint(req.values,
-                                                                                  accounts.access_key_of(account,
-                                                                                                         variables)),
-                                  transaction_id, int(now))
+        try:
+            claim = idempotency.claim(account.account_id, key,
+                                      idempotency.fingerprint(req.values, accounts.access_key_of(account, variables)),
+                                      transaction_id, int(now))
+        except idempotency.KeyStateUnknown:
+            raise OutcomeUnknown() from None  # the key may be held: the documented answer is "retry the same key"
         replay = _claim_outcome(claim, account, req)
         if replay is not None:
             return replay
@@ -265,37 +267,95 @@ def _claim_outcome(claim: idempotency.Claim, account: accounts.Account, req: Gat
     if claim.state == "mismatch":
         raise GatewayError(E.IDEMPOTENCY_MISMATCH)
     if claim.state == "in_progress":
+        recorded = _recorded_by_holder(claim, account, req)
+        if recorded is not None:
+            return recorded
         raise GatewayError(E.IDEMPOTENCY_IN_PROGRESS)
     if claim.state == "replay":
-        return claim.status, claim.response or {}, {"Idempotent-Replayed": "true"}
+        response = claim.response or {}
+        if response.get("transaction_type") == "REFUND" and response.get("authorization_message") == "VOID":
+            _repair_void_mark(account, str(response.get("token_id") or ""), str(response.get("transaction_id")))
+        return claim.status, response, {"Idempotent-Replayed": "true"}
     if claim.state == "takeover" and claim.previous_transaction_id:
-        # The first attempt died (or could not tell its outcome) after reserving an id. Settle that id: its
-        # transaction is the answer, or a fence makes sure it never appears and this request charges instead.
-        previous = claim.previous_transaction_id
-        try:
-            item = store.settle(account.account_id, previous)
-        except VaultError:
-            # Cannot tell now: the key is held again by this request, for its lock time; retry later.
-            raise OutcomeUnknown() from None
-        if item is not None:
-            response = response_from_item(item)
-            if item.get("delivery_id"):
-                try:
-                    postbacks.send_if_unsent(account.account_id, str(item["delivery_id"]))
-                except VaultError:  # the outbox entry stays: the sweeper queues it
-                    _log.warning("postback resend on replay failed", extra={"transaction_id": previous})
-            _quietly(idempotency.complete, claim, response)
-            return 200, response, {"Idempotent-Replayed": "true"}
-        # The dead attempt may have changed the original transaction before its own item was written; the fence
-        # guarantees that item never will be, so undo the change (each undo is conditional on its id).
+        # Earlier attempts died (or could not tell their outcome) after reserving an id. Settle each id, oldest
+        # first: a transaction is the answer, or a fence makes sure it never appears and this request charges
+        # instead. At most one of them can be recorded: an attempt goes on only once all before it are settled.
+        attempts = claim.attempts or ((claim.previous_transaction_id, claim.previous_claimed_at),)
+        for previous, _ in attempts:
+            try:
+                item = store.settle(account.account_id, previous)
+            except VaultError:
+                # Cannot tell now: the key is held again by this request, for its lock time, and names every
+                # attempt still to settle; retry later.
+                raise OutcomeUnknown() from None
+            if item is not None:
+                return _replay_recorded(claim, account, req, item)
+        # The dead attempts may have changed the original transaction (or taken a credit's share of the day)
+        # before their own item was written; the fences guarantee those items never will be, so give back what
+        # they took (each undo is conditional on its id). If an undo cannot be made now, the outcome stays
+        # unknown, and the next keyed retry undoes it.
         original = str(req.get("token_id"))
-        if req.source == "capture":
-            store.revert_capture(account.account_id, original, previous)
-        elif req.source == "refund":
-            store.revert_refund(account.account_id, original, previous, req.amount_cents)
-        elif req.source == "reversal":
-            store.revert_reversal(account.account_id, original, previous)
+        try:
+            for previous, claimed_at in attempts:
+                if req.source == "capture":
+                    store.revert_capture(account.account_id, original, previous)
+                elif req.source == "refund":
+                    store.revert_refund(account.account_id, original, previous, req.amount_cents)
+                elif req.source == "reversal":
+                    store.revert_reversal(account.account_id, original, previous)
+                elif req.transaction_type == "CREDIT":
+                    store.give_back_allowance(account.account_id, _credit_key(claimed_at or clock.now()),
+                                              req.amount_cents, previous)
+        except VaultError:
+            raise OutcomeUnknown() from None
     return None
+
+
+def _recorded_by_holder(claim: idempotency.Claim, account: accounts.Account, req: GatewayRequest
+                        ) -> tuple[int, dict[str, Any], dict[str, str]] | None:
+    """Issue 28: the key is held, but the holder's transaction may be recorded already (its "complete" write
+    failed, or it is between the two): then the record is the truth and the answer, at once. One consistent
+    GetItem, only on this path; None (error 601) when nothing is recorded yet or DynamoDB cannot tell."""
+    if not claim.previous_transaction_id:
+        return None
+    try:
+        item = store.get_transaction(account.account_id, claim.previous_transaction_id, consistent=True)
+    except VaultError:
+        return None
+    if item is None:
+        return None
+    holder = dataclasses.replace(claim, transaction_id=claim.previous_transaction_id)
+    # The holder may still be running and queue its postback itself: no second copy from here (the outbox
+    # sweeper queues it if the holder died).
+    return _replay_recorded(holder, account, req, item, resend=False)
+
+
+def _replay_recorded(claim: idempotency.Claim, account: accounts.Account, req: GatewayRequest,
+                     item: dict[str, Any], resend: bool = True) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """Answer a recorded transaction to a keyed replay: queue its postback if its request died before that,
+    repair a VOID's mark if it was recorded without it, and complete the idempotency record (best effort)."""
+    response = response_from_item(item)
+    transaction_id = str(item["transaction_id"])
+    if resend and item.get("delivery_id"):
+        try:
+            postbacks.send_if_unsent(account.account_id, str(item["delivery_id"]))
+        except VaultError:  # the outbox entry stays: the sweeper queues it
+            _log.warning("postback resend on replay failed", extra={"transaction_id": transaction_id})
+    if item.get("transaction_type") == "REFUND" and item.get("authorization_message") == "VOID":
+        _repair_void_mark(account, str(item.get("token_id") or ""), transaction_id)
+    _quietly(idempotency.complete, claim, response)
+    return 200, response, {"Idempotent-Replayed": "true"}
+
+
+def _repair_void_mark(account: accounts.Account, original_id: str, void_id: str) -> None:
+    """A keyed replay of a VOID sets the original's mark again (one UpdateItem, harmless when it is there): a VOID
+    recorded before issue 28, when the mark was a separate write that could fail, shows VOIDED after it."""
+    if not original_id:
+        return
+    try:
+        store.mark_voided(account.account_id, original_id, void_id)
+    except (VaultError, store.ConditionFailed):
+        _log.warning("void mark repair failed", extra={"transaction_id": void_id})
 
 
 def _storable(response: dict[str, Any], payment: PaymentData | None) -> bool:
@@ -520,93 +580,98 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
         token_source = "auto"
 
     amount = req.amount_cents
-    if req.transaction_type == "CREDIT":
+    credit = req.transaction_type == "CREDIT"
+    if credit:
         _take_credit_allowance(account, transaction_id, amount, now)
-    if req.transaction_type == "FORCE":
-        # An offline authorization the merchant obtained by voice: recorded, not sent to the processor.
-        outcome = processor.Outcome(True, 0, req.values["authorization_code"], "APPROVED",
-                                    payment.brand, None, None)
-        last4 = payment.values["card_number"][-4:]
-    elif payment.kind == "CARD":
-        outcome = processor.authorize_card(processor.CardPayment(
-            pan=payment.values["card_number"], expiration=payment.values["card_expiration"],
-            cvv=payment.get("card_verification"), zip=payment.get("zip"), street=payment.get("street_address1"),
-            amount_cents=amount, currency=req.currency))
-        last4 = payment.values["card_number"][-4:]
-    else:
-        outcome = processor.debit_ach(processor.AchPayment(
-            account_number=payment.values["bank_account_number"],
-            routing_number=payment.values["bank_routing_number"], amount_cents=amount, currency=req.currency))
-        last4 = payment.values["bank_account_number"][-4:]
-        if outcome.approved:  # an ACH debit is pending until its batch settles (issue 20)
-            outcome = dataclasses.replace(outcome, authorization_message="PENDING")
-    if req.transaction_type == "CREDIT" and outcome.approved:
-        outcome = dataclasses.replace(outcome, authorization_message="CREDIT")
-    # --- issue 8 (fraud scoring): account option fraud_scoring + device_trans_id; reject declines (720) ---
-    outcome, fraud_fields = gateway_hooks.fraud_screen(account, req.get("device_trans_id"),
-                                                       payment.values.get("card_number"), outcome)
-    # --- end issue 8 ---
-    created = int(now)
-    card = payment.kind == "CARD"
-    item: dict[str, Any] = {
-        "account_id": account.account_id, "transaction_id": transaction_id, "created_at": created,
-        "tender_type": payment.kind, "transaction_timestamp": processor.transaction_timestamp(created),
-        "card_brand": outcome.card_brand if card else None, "transaction_type": req.transaction_type,
-        "last4": last4, "card_expiration": payment.values.get("card_expiration") if card else None,
-        "authorization_code": outcome.authorization_code, "authorization_message": outcome.authorization_message,
-        "request_cents": amount, "transaction_cents": amount if outcome.approved else 0,
-        "first_name": payment.get("first_name"), "last_name": payment.get("last_name"),
-        "keyed": card, "swiped": False, "entry_mode": "keyed" if card else None,
-        "transaction_approved": outcome.approved, "avs_response": outcome.avs_response,
-        "cvv2_response": outcome.cvv2_response, "currency": req.currency, "custom_id": req.get("custom_id"),
-        "error": not outcome.approved, "error_code": outcome.error_code,
-        "error_message": _error_text(outcome.error_code), "error_msg": _error_text(outcome.error_code),
-        # stored for the reporting interface and the postback
-        "payment_type": req.get("payment_type"), "device_trans_id": req.get("device_trans_id"),
-        "reissue": "1" if req.reissue else None, "token_source": token_source,
-        **{k: req.values[k] for k in LEVEL2_FIELDS if k in req.values},
-        **token_info,
-        **wallet_fields, **fraud_fields,  # issue 8: tender_type APay, entry_mode wallet, ECI; fraud score
-        **_echoed(req),  # issue 20
-    }
-    # --- issue 20 (card-present): keyed / swiped / entry_mode of the read ---
-    item.update(present_fields)
-    # --- end ---
-    if req.transaction_type == "AUTHORIZATION" and amount == 0:
-        item["auth_status"] = "verified" if outcome.approved else "declined"  # a verification: nothing to capture
-    elif req.transaction_type == "AUTHORIZATION":
-        item["auth_status"] = "authorized" if outcome.approved else "declined"
-        if outcome.approved:
-            item["authorized_cents"] = amount
-            item["auth_expires_at"] = created + AUTHORIZATION_LIFETIME_SECONDS
-    elif outcome.approved and req.transaction_type in ("SALE", "FORCE"):
-        item["refundable_cents"] = amount  # what refunds may still take (store.refund_transaction)
-    if payment.kind == "ACH" and outcome.approved:
-        item["ach_return_code"] = processor.ach_return_code(payment.values["bank_account_number"])
-    response = response_from_item(item)
     try:
-        message = _record(account, response, item, writer)  # round trip 2
+        if req.transaction_type == "FORCE":
+            # An offline authorization the merchant obtained by voice: recorded, not sent to the processor.
+            outcome = processor.Outcome(True, 0, req.values["authorization_code"], "APPROVED",
+                                        payment.brand, None, None)
+            last4 = payment.values["card_number"][-4:]
+        elif payment.kind == "CARD":
+            outcome = processor.authorize_card(processor.CardPayment(
+                pan=payment.values["card_number"], expiration=payment.values["card_expiration"],
+                cvv=payment.get("card_verification"), zip=payment.get("zip"), street=payment.get("street_address1"),
+                amount_cents=amount, currency=req.currency))
+            last4 = payment.values["card_number"][-4:]
+        else:
+            outcome = processor.debit_ach(processor.AchPayment(
+                account_number=payment.values["bank_account_number"],
+                routing_number=payment.values["bank_routing_number"], amount_cents=amount, currency=req.currency))
+            last4 = payment.values["bank_account_number"][-4:]
+            if outcome.approved:  # an ACH debit is pending until its batch settles (issue 20)
+                outcome = dataclasses.replace(outcome, authorization_message="PENDING")
+        if req.transaction_type == "CREDIT" and outcome.approved:
+            outcome = dataclasses.replace(outcome, authorization_message="CREDIT")
+        # --- issue 8 (fraud scoring): account option fraud_scoring + device_trans_id; reject declines (720) ---
+        outcome, fraud_fields = gateway_hooks.fraud_screen(account, req.get("device_trans_id"),
+                                                           payment.values.get("card_number"), outcome)
+        # --- end issue 8 ---
+        created = int(now)
+        card = payment.kind == "CARD"
+        item: dict[str, Any] = {
+            "account_id": account.account_id, "transaction_id": transaction_id, "created_at": created,
+            "tender_type": payment.kind, "transaction_timestamp": processor.transaction_timestamp(created),
+            "card_brand": outcome.card_brand if card else None, "transaction_type": req.transaction_type,
+            "last4": last4, "card_expiration": payment.values.get("card_expiration") if card else None,
+            "authorization_code": outcome.authorization_code, "authorization_message": outcome.authorization_message,
+            "request_cents": amount, "transaction_cents": amount if outcome.approved else 0,
+            "first_name": payment.get("first_name"), "last_name": payment.get("last_name"),
+            "keyed": card, "swiped": False, "entry_mode": "keyed" if card else None,
+            "transaction_approved": outcome.approved, "avs_response": outcome.avs_response,
+            "cvv2_response": outcome.cvv2_response, "currency": req.currency, "custom_id": req.get("custom_id"),
+            "error": not outcome.approved, "error_code": outcome.error_code,
+            "error_message": _error_text(outcome.error_code), "error_msg": _error_text(outcome.error_code),
+            # stored for the reporting interface and the postback
+            "payment_type": req.get("payment_type"), "device_trans_id": req.get("device_trans_id"),
+            "reissue": "1" if req.reissue else None, "token_source": token_source,
+            **{k: req.values[k] for k in LEVEL2_FIELDS if k in req.values},
+            **token_info,
+            **wallet_fields, **fraud_fields,  # issue 8: tender_type APay, entry_mode wallet, ECI; fraud score
+            **_echoed(req),  # issue 20
+        }
+        # --- issue 20 (card-present): keyed / swiped / entry_mode of the read ---
+        item.update(present_fields)
+        # --- end ---
+        if req.transaction_type == "AUTHORIZATION" and amount == 0:
+            item["auth_status"] = "verified" if outcome.approved else "declined"  # a verification: nothing to capture
+        elif req.transaction_type == "AUTHORIZATION":
+            item["auth_status"] = "authorized" if outcome.approved else "declined"
+            if outcome.approved:
+                item["authorized_cents"] = amount
+                item["auth_expires_at"] = created + AUTHORIZATION_LIFETIME_SECONDS
+        elif outcome.approved and req.transaction_type in ("SALE", "FORCE"):
+            item["refundable_cents"] = amount  # what refunds may still take (store.refund_transaction)
+        if payment.kind == "ACH" and outcome.approved:
+            item["ach_return_code"] = processor.ach_return_code(payment.values["bank_account_number"])
+        response = response_from_item(item)
+        also = None
+        if credit and not outcome.approved:  # declines take nothing: the allowance goes back with the record
+            also = [store.give_back_allowance_entry(account.account_id, _credit_key(now), amount, transaction_id)]
+        message = _record(account, response, item, writer, also)  # round trip 2
+        _log.info("transaction recorded", extra={"transaction_id": transaction_id, "account_id": account.account_id,
+                                                 "code": outcome.error_code, "event": req.transaction_type})
+        return response, item, payment, message
     except OutcomeUnknown:
-        raise
-    except GatewayError:
-        if req.transaction_type == "CREDIT":  # certainly not recorded: the allowance goes back
+        raise  # the credit may be recorded: a keyed retry settles it and gives the allowance back if not
+    except BaseException:
+        if credit:  # certainly not recorded (or failed before the write): the allowance goes back
             _give_back_credit_allowance(account, transaction_id, amount, now)
         raise
-    _log.info("transaction recorded", extra={"transaction_id": transaction_id, "account_id": account.account_id,
-                                             "code": outcome.error_code, "event": req.transaction_type})
-    return response, item, payment, message
 
 
-def _record(account: accounts.Account, response: dict[str, Any], item: dict[str, Any], writer: str
-            ) -> dict[str, Any] | None:
-    """Write the transaction with its postback's outbox entry; returns the postback message to queue.
+def _record(account: accounts.Account, response: dict[str, Any], item: dict[str, Any], writer: str,
+            also: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
+    """Write the transaction with its postback's outbox entry (and ``also``, the other changes of the same
+    operation, in the same DynamoDB transaction); returns the postback message to queue.
 
     Raises GatewayError 1 "nothing was recorded" only when that is certain, OutcomeUnknown otherwise.
     """
     message = postbacks.outbox_message(account, response, item)
     if message is not None:
         item["delivery_id"] = message["delivery_id"]
-    outcome = store.record_transaction(item, writer, message)
+    outcome = store.record_transaction(item, writer, message, also)
     if outcome == store.Recorded.WRITTEN:
         return message
     if outcome == store.Recorded.NOT_WRITTEN:
@@ -638,18 +703,32 @@ def _credit_day(now: float) -> str:
     return processor.transaction_timestamp(int(now))[:10]
 
 
+def _credit_key(now: float) -> str:
+    """The counter item of the account's credits of the UTC day of ``now`` (store.take_allowance)."""
+    return f"CREDITS#{_credit_day(now)}"
+
+
 def _take_credit_allowance(account: accounts.Account, credit_id: str, amount: int, now: float) -> None:
-    if not store.take_allowance(account.account_id, f"CREDITS#{_credit_day(now)}", CREDIT_DAILY_CENTS, amount,
-                                credit_id):
+    """Take the credit's share of the day (the credit's id is the taker). When DynamoDB cannot tell whether the
+    take was applied, give it back (conditional on the id) before answering "nothing was charged"; when that
+    fails too, the outcome is unknown and the keyed retry gives it back (``_claim_outcome``)."""
+    ok, _ = _decide(lambda: (store.take_allowance(account.account_id, _credit_key(now), CREDIT_DAILY_CENTS,
+                                                  amount, credit_id), None),
+                    lambda: store.give_back_allowance(account.account_id, _credit_key(now), amount, credit_id))
+    if not ok:
         raise GatewayError(E.CREDIT_LIMIT)
 
 
 def _give_back_credit_allowance(account: accounts.Account, credit_id: str, amount: int, now: float) -> None:
+    """Give back the share of a credit that was certainly not recorded; OutcomeUnknown when that cannot be done
+    now (the key stays held, and the keyed retry gives it back), so that the answer is never "nothing was
+    charged" while the share stays taken."""
     try:
-        store.give_back_allowance(account.account_id, f"CREDITS#{_credit_day(now)}", amount, credit_id)
+        store.give_back_allowance(account.account_id, _credit_key(now), amount, credit_id)
     except VaultError:
         _log.error("credit allowance not given back", extra={"transaction_id": credit_id,
                                                             "account_id": account.account_id})
+        raise OutcomeUnknown() from None
 
 
 def _resolve_stored(account: accounts.Account, req: GatewayRequest) -> tuple[PaymentData, dict[str, str], str]:
@@ -795,16 +874,19 @@ def _decide(change: Any, undo: Any) -> tuple[bool, dict[str, Any] | None]:
         raise
 
 
-def _settle_referenced(account: accounts.Account, item: dict[str, Any], writer: str, undo: Any
-                       ) -> tuple[dict[str, Any], dict[str, Any] | None]:
-    """Record a CAPTURE's, REFUND's or REVERSAL's own item; when it certainly was not written, undo the change
-    it made to the original (``undo``), so that the request can be retried."""
+def _settle_referenced(account: accounts.Account, item: dict[str, Any], writer: str, undo: Any,
+                       also: list[dict[str, Any]] | None = None) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """Record a CAPTURE's, REFUND's or REVERSAL's own item (with ``also``, in the same DynamoDB transaction);
+    when it certainly was not written -- any failure but OutcomeUnknown, including one before the write --
+    undo the change it made to the original (``undo``, retry-aware by the operation's id), so that the request
+    can be retried and "nothing was charged" is true. When the undo cannot be made, the outcome is unknown: the
+    key stays held and the keyed retry undoes it (``_claim_outcome``)."""
     response = response_from_item(item)
     try:
-        message = _record(account, response, item, writer)
+        message = _record(account, response, item, writer, also)
     except OutcomeUnknown:
         raise  # the item may be there: the original keeps the change (a keyed retry settles it)
-    except GatewayError:
+    except BaseException:
         try:
             undo()
         except VaultError:
@@ -823,6 +905,9 @@ def _refund(account: accounts.Account, req: GatewayRequest, refund_id: str, writ
     ``REFUND``. Refunds may repeat until the amount is used up (``INVALID REFUND AMOUNT`` beyond it).
     """
     original_id = str(req.get("token_id"))
+    # Issue 28: every read the decision needs comes before the first write. The batches decide VOID or REFUND;
+    # read after the refund was applied, a failure of this read left a refund applied and never recorded.
+    account_batches = batches.load(account.account_id)
     ok, original = _decide(
         lambda: store.refund_transaction(account.account_id, original_id, refund_id, req.amount_cents, now,
                                          req.values.get("currency")),
@@ -832,17 +917,14 @@ def _refund(account: accounts.Account, req: GatewayRequest, refund_id: str, writ
     assert original is not None
     whole = int(original.get("transaction_cents", 0))
     voided = (int(original.get("refunded_cents", 0)) == whole == req.amount_cents
-              and not batches.load(account.account_id).settled(int(original.get("created_at") or 0)))
+              and not account_batches.settled(int(original.get("created_at") or 0)))
     item = _referenced_item(account, req, original, refund_id, now, "VOID" if voided else "REFUND",
                             req.amount_cents)
+    # A VOID marks the original (RSAPI VOIDED) in the same transaction as its own item: nothing to undo.
     response, message = _settle_referenced(
         account, item, writer,
-        lambda: store.revert_refund(account.account_id, original_id, refund_id, req.amount_cents))
-    if voided:
-        try:
-            store.mark_voided(account.account_id, original_id, refund_id)
-        except VaultError:  # the refund stands; only the original's reported status stays REFUNDED
-            _log.warning("void mark failed", extra={"transaction_id": original_id})
+        lambda: store.revert_refund(account.account_id, original_id, refund_id, req.amount_cents),
+        [store.void_mark_entry(account.account_id, original_id, refund_id)] if voided else None)
     _log.info("refund recorded", extra={"transaction_id": refund_id, "account_id": account.account_id,
                                         "event": "VOID" if voided else "REFUND"})
     return response, item, message

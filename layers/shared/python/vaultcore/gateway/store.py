@@ -26,8 +26,6 @@ a conditional write atomically per item, so of any number of concurrent captures
 
 from __future__ import annotations
 
-import base64
-import json
 from typing import Any
 
 from vaultcore.settings import settings
@@ -47,13 +45,13 @@ __all__ = [
     "reverse_transaction",
     "revert_reversal",
     "mark_voided",
+    "void_mark_entry",
     "take_allowance",
     "give_back_allowance",
+    "give_back_allowance_entry",
     "unreturned_ach_returns",
     "mark_ach_returned",
     "list_transactions",
-    "encode_page_token",
-    "decode_page_token",
     "ConditionFailed",
 ]
 
@@ -76,12 +74,17 @@ class Recorded:
     UNKNOWN = "unknown"  # DynamoDB did not answer in time: the item may or may not be there
 
 
-def record_transaction(item: dict[str, Any], writer: str, outbox: dict[str, Any] | None = None) -> str:
+def record_transaction(item: dict[str, Any], writer: str, outbox: dict[str, Any] | None = None,
+                       also: list[dict[str, Any]] | None = None) -> str:
     """Write the transaction ``item`` as ``writer`` and, when given, its postback ``outbox`` entry with it.
 
+    ``also``: more ``TransactWriteItems`` entries that belong to the same operation (issue 28: a VOID's mark on
+    the original, a declined CREDIT's allowance given back): written in the same transaction, so that there is
+    nothing to undo. Each must be idempotent under its own condition or fail it on a second application (an
+    SDK retry then finds the item written by this writer, :func:`_whose`).
     Returns :attr:`Recorded.WRITTEN`, :attr:`Recorded.NOT_WRITTEN` or :attr:`Recorded.UNKNOWN`; never raises for a
     DynamoDB failure, because the caller must tell "nothing was charged" from "outcome unknown".
-    One round trip: PutItem, or TransactWriteItems when there is an outbox entry.
+    One round trip: PutItem, or TransactWriteItems when there is an outbox entry or ``also``.
     """
     from vaultcore.errors import DependencyError
 
@@ -89,16 +92,19 @@ def record_transaction(item: dict[str, Any], writer: str, outbox: dict[str, Any]
     values = to_item({":w": writer})
     try:
         with aws_errors("transaction write"):
-            if outbox is None:
+            if outbox is None and not also:
                 dynamodb().put_item(TableName=_table(), Item=to_item(item), ConditionExpression=_NEW_OR_MINE,
                                     ExpressionAttributeValues=values)
             else:
-                from vaultcore.postback.deliveries import outbox_put
-
-                dynamodb().transact_write_items(TransactItems=[
+                entries: list[dict[str, Any]] = [
                     {"Put": {"TableName": _table(), "Item": to_item(item), "ConditionExpression": _NEW_OR_MINE,
-                             "ExpressionAttributeValues": values}},
-                    {"Put": outbox_put(outbox, writer)}])
+                             "ExpressionAttributeValues": values}}]
+                if outbox is not None:
+                    from vaultcore.postback.deliveries import outbox_put
+
+                    entries.append({"Put": outbox_put(outbox, writer)})
+                entries.extend(also or ())
+                dynamodb().transact_write_items(TransactItems=entries)
     except ConditionFailed:
         # The key is held: by this request's own earlier try (its answer was lost), or by another writer.
         return _whose(item["account_id"], item["transaction_id"], writer)
@@ -317,13 +323,24 @@ def revert_reversal(account_id: str, original_id: str, reversal_id: str) -> None
         pass
 
 
+def _void_mark(account_id: str, original_id: str, refund_id: str) -> dict[str, Any]:
+    return {"TableName": _table(), "Key": to_item({"account_id": account_id, "transaction_id": original_id}),
+            "UpdateExpression": "SET voided_by = :rid", "ConditionExpression": "contains(refund_ids, :rid)",
+            "ExpressionAttributeValues": to_item({":rid": refund_id})}
+
+
+def void_mark_entry(account_id: str, original_id: str, refund_id: str) -> dict[str, Any]:
+    """The ``TransactWriteItems`` entry of :func:`mark_voided`, written with the VOID's own item (issue 28): the
+    condition holds while the refund is applied, and setting the mark again (an SDK retry) is harmless."""
+    return {"Update": _void_mark(account_id, original_id, refund_id)}
+
+
 def mark_voided(account_id: str, original_id: str, refund_id: str) -> None:
-    """Note that a refund voided the transaction (its RSAPI status becomes VOIDED); setting it twice is harmless."""
+    """Note that a refund voided the transaction (its RSAPI status becomes VOIDED); setting it twice is harmless.
+
+    Alone only to repair a VOID recorded before the mark was written with it (a keyed replay does)."""
     with aws_errors("void mark"):
-        dynamodb().update_item(
-            TableName=_table(), Key=to_item({"account_id": account_id, "transaction_id": original_id}),
-            UpdateExpression="SET voided_by = :rid", ConditionExpression="contains(refund_ids, :rid)",
-            ExpressionAttributeValues=to_item({":rid": refund_id}))
+        dynamodb().update_item(**_void_mark(account_id, original_id, refund_id))
 
 
 def take_allowance(account_id: str, key: str, limit: int, amount: int, taker: str) -> bool:
@@ -340,16 +357,28 @@ def take_allowance(account_id: str, key: str, limit: int, amount: int, taker: st
     return ok
 
 
+def _give_back(account_id: str, key: str, amount: int, taker: str) -> dict[str, Any]:
+    return {"TableName": _table(), "Key": to_item({"account_id": account_id, "transaction_id": key}),
+            "UpdateExpression": "SET remaining = remaining + :amt DELETE takers :ids",
+            "ConditionExpression": "contains(takers, :id)",
+            "ExpressionAttributeValues": to_item({":amt": amount, ":ids": {taker}, ":id": taker})}
+
+
 def give_back_allowance(account_id: str, key: str, amount: int, taker: str) -> None:
+    """Undo :func:`take_allowance` of ``taker`` (retry-safe: the condition needs the taker still in the set, which
+    this same update removes; nothing to give back is not an error)."""
     try:
         with aws_errors("allowance give back"):
-            dynamodb().update_item(
-                TableName=_table(), Key=to_item({"account_id": account_id, "transaction_id": key}),
-                UpdateExpression="SET remaining = remaining + :amt DELETE takers :ids",
-                ConditionExpression="contains(takers, :id)",
-                ExpressionAttributeValues=to_item({":amt": amount, ":ids": {taker}, ":id": taker}))
+            dynamodb().update_item(**_give_back(account_id, key, amount, taker))
     except ConditionFailed:
         pass
+
+
+def give_back_allowance_entry(account_id: str, key: str, amount: int, taker: str) -> dict[str, Any]:
+    """:func:`give_back_allowance` as a ``TransactWriteItems`` entry, written with a declined CREDIT's own item
+    (issue 28: declines take nothing). Its condition fails on a second application, which cancels an SDK retry
+    of the whole transaction: that retry is then recognised by the item's writer."""
+    return {"Update": _give_back(account_id, key, amount, taker)}
 
 
 def unreturned_ach_returns(account_id: str, start: int, end: int) -> list[dict[str, Any]]:
@@ -411,25 +440,3 @@ def list_transactions(account_id: str, start: int, end: int, limit: int,
     if last:
         last = {"transaction_id": last["transaction_id"], "created_at": last["created_at"]}
     return items, last or None
-
-
-def encode_page_token(key: dict[str, Any], start: int, end: int) -> str:
-    """An opaque paging token bound to the query's date range (the account comes from authentication)."""
-    raw = json.dumps({"t": key["transaction_id"], "c": key["created_at"], "s": start, "e": end},
-                     separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_page_token(token: str, start: int, end: int) -> dict[str, Any] | None:
-    """The start key of the next page, or None when the token is malformed or for another range."""
-    try:
-        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
-        data = json.loads(raw)
-        tid, created = data["t"], data["c"]
-        if data["s"] != start or data["e"] != end:
-            return None
-        if not (isinstance(tid, str) and len(tid) == 12 and tid.isdigit() and isinstance(created, int)):
-            return None
-    except (ValueError, KeyError, TypeError):
-        return None
-    return {"transaction_id": tid, "created_at": created}

@@ -18,6 +18,10 @@ own. Users:
 * :func:`vaultcore.proxy.transform.locate` meters every body path and turns :class:`BudgetExhausted` into the
   proxy's 8109.
 
+The clock is a seam (:data:`monotonic`, as :mod:`vaultcore.clock` is for wall time): a test replaces it with
+one that advances per read, so that exhaustion becomes a count of checks and its verdict does not depend on how
+fast the machine is (issue 26). Deployed code never replaces it.
+
 Not thread-safe by design: a budget belongs to the request's own thread (a thread started inside does not
 inherit the context variable, and must not charge it).
 """
@@ -31,7 +35,10 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
-__all__ = ["BudgetExhausted", "WorkBudget", "current", "using", "ensure", "budgeted"]
+__all__ = ["BudgetExhausted", "WorkBudget", "current", "using", "ensure", "budgeted", "monotonic"]
+
+#: The clock every budget reads, looked up at each read (tests replace it; see the module docstring).
+monotonic: Callable[[], float] = time.monotonic
 
 _F = TypeVar("_F", bound=Callable[..., Any])
 
@@ -55,7 +62,7 @@ class WorkBudget:
 
     def elapsed(self) -> float:
         """Seconds charged so far, including the metered section now running."""
-        running = time.monotonic() - self._started if self._started is not None else 0.0
+        running = monotonic() - self._started if self._started is not None else 0.0
         return self.spent + running
 
     def remaining(self) -> float:
@@ -74,14 +81,14 @@ class WorkBudget:
     def metered(self) -> Iterator[WorkBudget]:
         """Charge the time spent in the ``with`` block; nested blocks are charged once (the outermost)."""
         if self._depth == 0:
-            self._started = time.monotonic()
+            self._started = monotonic()
         self._depth += 1
         try:
             yield self
         finally:
             self._depth -= 1
             if self._depth == 0 and self._started is not None:
-                self.spent += time.monotonic() - self._started
+                self.spent += monotonic() - self._started
                 self._started = None
 
     def __repr__(self) -> str:

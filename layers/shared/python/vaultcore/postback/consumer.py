@@ -57,7 +57,7 @@ def _receive_count(record: dict[str, Any]) -> int:
 def _one(record: dict[str, Any], deadline: float, on_delivered: Any = None) -> Outcome:
     set_request_context(record.get("messageId"))
     try:
-        return deliver(record["body"], _receive_count(record), deadline, on_delivered)
+        return deliver(record["body"], _receive_count(record), deadline, on_delivered, record.get("messageId"))
     except Exception as exc:  # noqa: BLE001 - one bad record (malformed, a dependency down) fails alone
         _log.error("postback record failed", extra={"error_type": type(exc).__name__})
         return Outcome("error")

@@ -18,6 +18,14 @@ second copy of one message (a lost SendMessage answer, a sweep of a message that
 neither is an attempt. :func:`claim` increments ``attempt`` atomically under a lease, so each attempt number
 is used once per delivery id.
 
+A claim is also bound to the SQS message that made it (``holder``: its message id; issue 28). While the item is
+``sending`` — an attempt whose outcome nobody recorded: the invocation crashed, or the receiver answered and the
+write after the POST failed — only that same SQS message may claim the next attempt, when it comes back (it comes
+back only if it was not acknowledged, that is, if no 2xx was seen). Another copy of the message (a lost
+SendMessage answer, a sweep of a message queued after all) is refused (:class:`Claimed` ``held``) and
+acknowledged without a POST. So whichever bookkeeping write fails, a second copy never makes a second POST of a
+delivered postback; only a crash between a 2xx and the end of the invocation can.
+
 The sender pays two calls per delivered message (issue 13): :func:`claim` before the POST (one conditional
 UpdateItem: refuses a message already delivered or dead-lettered, leases it against a concurrent copy, numbers
 the attempt) and :func:`finish` after it (one BatchWriteItem: the attempt item and the message's new state).
@@ -40,8 +48,8 @@ from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 
 __all__ = ["outbox_put", "list_unsent", "mark_sent", "load_message", "record_attempt",
-           "list_attempts", "claim", "finish", "restart_attempts", "note_deferral", "Claimed", "RETENTION_SECONDS", "OUTBOX_INDEX",
-           "OUTBOX_GRACE_SECONDS"]
+           "list_attempts", "claim", "finish", "mark_delivered", "restart_attempts", "note_deferral", "Claimed",
+           "RETENTION_SECONDS", "OUTBOX_INDEX", "OUTBOX_GRACE_SECONDS"]
 
 OUTBOX_INDEX = "outbox"  # sparse GSI: only messages not yet known to be on the queue carry `outbox`
 
@@ -149,8 +157,9 @@ def record_attempt(account_id: str, delivery_id: str, transaction_id: str, attem
 
 
 class Claimed(Exception):
-    """The message cannot be attempted now: ``reason`` is ``delivered``, ``dead-lettered`` or ``leased``
-    (``lease_until``, epoch seconds)."""
+    """The message cannot be attempted now: ``reason`` is ``delivered``, ``dead-lettered``, ``leased``
+    (``lease_until``, epoch seconds) or ``held`` (another SQS message's attempt has no recorded outcome: only that
+    message may make the next one)."""
 
     def __init__(self, reason: str, lease_until: float = 0.0) -> None:
         super().__init__(reason)
@@ -171,12 +180,16 @@ _MESSAGE_SET = ("message = :m, delivery_id = :d, transaction_id = :t, created_at
 _UNLEASED = "(attribute_not_exists(lease_until) OR lease_until < :now)"
 #: Not finished: never delivered, never dead-lettered (explicit redeliveries skip this).
 _OPEN = "(attribute_not_exists(#s) OR NOT (#s IN (:delivered, :dead)))"
+#: No attempt without a recorded outcome, unless this SQS message made it (issue 28; redeliveries skip this).
+_NOT_HELD = "(attribute_not_exists(holder) OR holder = :holder OR #s <> :sending)"
 
 
 def _update_message(message: dict[str, Any], now: float, what: str, redelivery: bool, set_clause: str,
-                    values: dict[str, Any]) -> tuple[bool, dict[str, Any]]:
+                    values: dict[str, Any], holder: str | None = None,
+                    remove: str = "outbox") -> tuple[bool, dict[str, Any]]:
     """One conditional UpdateItem of a message's MSG item (it is stored, and leaves the outbox index): the item
-    is neither leased by another copy nor, unless ``redelivery``, delivered or dead-lettered.
+    is neither leased by another copy nor, unless ``redelivery``, delivered or dead-lettered, nor (``holder``
+    given, unless ``redelivery``) waiting for another SQS message's unrecorded attempt.
 
     ``(True, item after)``, or ``(False, item as it was)`` when the condition failed.
     """
@@ -185,12 +198,15 @@ def _update_message(message: dict[str, Any], now: float, what: str, redelivery: 
     if not redelivery:
         condition = f"{_OPEN} AND {condition}"
         values.update({":delivered": "delivered", ":dead": "dead-lettered"})
+        if holder is not None:
+            condition = f"{condition} AND {_NOT_HELD}"
+            values.update({":holder": holder, ":sending": "sending"})
     try:
         with aws_errors(what):
             out = dynamodb().update_item(
                 TableName=_table(), Key=to_item({"account_id": message["account_id"],
                                                  "attempt_key": f"MSG#{message['delivery_id']}"}),
-                UpdateExpression=f"SET {set_clause}, {_MESSAGE_SET} REMOVE outbox", ConditionExpression=condition,
+                UpdateExpression=f"SET {set_clause}, {_MESSAGE_SET} REMOVE {remove}", ConditionExpression=condition,
                 ExpressionAttributeNames={"#s": "state"}, ExpressionAttributeValues=to_item(values),
                 ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD")
     except ConditionFailed as exc:
@@ -198,48 +214,77 @@ def _update_message(message: dict[str, Any], now: float, what: str, redelivery: 
     return True, from_item(out.get("Attributes")) or {}
 
 
-def _refusal(old: dict[str, Any], redelivery: bool) -> Claimed:
+def _refusal(old: dict[str, Any], redelivery: bool, now: float) -> Claimed:
     if not redelivery and old.get("state") in ("delivered", "dead-lettered"):
         return Claimed(str(old["state"]))
-    return Claimed("leased", float(old.get("lease_until") or 0))
+    lease_until = float(old.get("lease_until") or 0)
+    if lease_until >= now or redelivery:
+        return Claimed("leased", lease_until)
+    return Claimed("held")  # not leased, not finished: another message's attempt has no recorded outcome
 
 
-def claim(message: dict[str, Any], lease_seconds: float, *, redelivery: bool = False) -> dict[str, Any]:
+def claim(message: dict[str, Any], lease_seconds: float, *, redelivery: bool = False,
+          holder: str | None = None) -> dict[str, Any]:
     """Before an attempt (one conditional UpdateItem): store the message, lease it, number the attempt.
 
     Returns the stored item; its ``attempt`` is this attempt's number (1 for the first POST). Raises
     :class:`Claimed` when the message was delivered or dead-lettered already (unless this is an explicit
-    redelivery) or another copy holds an unexpired lease (SQS standard queues may hand one message out twice).
-    The lease ends with the invocation, so a crash only delays the next attempt. The update also takes the
-    message out of the outbox index: it is on the queue.
+    redelivery), another copy holds an unexpired lease (SQS standard queues may hand one message out twice), or
+    (``holder``: this SQS message's id) another SQS message made the last attempt and nobody recorded its
+    outcome. The lease ends with the invocation, so a crash only delays the next attempt. The update also takes
+    the message out of the outbox index: it is on the queue.
 
     A retry of this very update (its answer lost after it was applied) fails the lease condition against its
     own lease; ``lease_owner`` says it is ours, and the item as it was is this claim's result (no second count).
     """
     now = clock.now()
     owner = uuid.uuid4().hex
-    ok, item = _update_message(
-        message, now, "delivery claim", redelivery,
-        "#s = :sending, lease_until = :lease, lease_owner = :owner, attempt = if_not_exists(attempt, :zero) + :one",
-        {":lease": round(now + lease_seconds, 3), ":owner": owner, ":sending": "sending", ":zero": 0, ":one": 1})
+    set_clause = ("#s = :sending, lease_until = :lease, lease_owner = :owner, "
+                  "attempt = if_not_exists(attempt, :zero) + :one")
+    values: dict[str, Any] = {":lease": round(now + lease_seconds, 3), ":owner": owner, ":sending": "sending",
+                              ":zero": 0, ":one": 1}
+    if holder is not None:
+        set_clause += ", holder = :holder"
+        values[":holder"] = holder
+    ok, item = _update_message(message, now, "delivery claim", redelivery, set_clause, values, holder,
+                               remove="outbox" if holder is not None else "outbox, holder")
     if not ok and item.get("lease_owner") != owner:
-        raise _refusal(item, redelivery)
+        raise _refusal(item, redelivery, now)
     return item
 
 
-def note_deferral(message: dict[str, Any], reason: str, *, redelivery: bool = False) -> int:
+def mark_delivered(stored: dict[str, Any], attempt: int) -> None:
+    """The receiver answered 2xx and :func:`finish` failed: one UpdateItem that records the message delivered
+    (no attempt item), by the claim's own ``lease_owner``. A second chance at the write that stops later POSTs."""
+    now = int(clock.now())
+    with aws_errors("delivery log write"):
+        dynamodb().update_item(
+            TableName=_table(), Key=to_item({"account_id": stored["account_id"],
+                                             "attempt_key": f"MSG#{stored['delivery_id']}"}),
+            UpdateExpression="SET #s = :delivered, attempt = :a, last_attempt_at = :now, delivered_at = :now "
+                             "REMOVE lease_until, lease_owner",
+            ConditionExpression="lease_owner = :owner OR #s = :delivered",
+            ExpressionAttributeNames={"#s": "state"},
+            ExpressionAttributeValues=to_item({":delivered": "delivered", ":a": attempt, ":now": now,
+                                               ":owner": stored.get("lease_owner") or "-"}))
+
+
+def note_deferral(message: dict[str, Any], reason: str, *, redelivery: bool = False,
+                  holder: str | None = None) -> int:
     """A message given back without an attempt (its destination's circuit is open, or no time was left).
 
     Two calls: the message is stored (so it can be redelivered) with state ``deferred`` and its attempt count
-    unchanged — unless it was delivered or dead-lettered already (:class:`Claimed`) or another copy is being
-    attempted (left as it is) — and the delivery log gets a ``deferred`` entry numbered with the attempt that
-    was put off, which is returned. Setting the same state again is harmless: an SDK retry needs no identity.
+    unchanged — unless it was delivered or dead-lettered already, or another SQS message's attempt has no
+    recorded outcome (``holder``; :class:`Claimed`), or another copy is being attempted (left as it is) — and
+    the delivery log gets a ``deferred`` entry numbered with the attempt that was put off, which is returned.
+    Setting the same state again is harmless: an SDK retry needs no identity.
     """
-    ok, stored = _update_message(message, clock.now(), "delivery log update", redelivery,
+    now = clock.now()
+    ok, stored = _update_message(message, now, "delivery log update", redelivery,
                                  "#s = :deferred, attempt = if_not_exists(attempt, :zero)",
-                                 {":deferred": "deferred", ":zero": 0})
+                                 {":deferred": "deferred", ":zero": 0}, holder)
     if not ok:
-        refusal = _refusal(stored, redelivery)
+        refusal = _refusal(stored, redelivery, now)
         if refusal.reason != "leased":
             raise refusal
     attempt = int(stored.get("attempt") or 0) + 1

@@ -25,6 +25,12 @@ container for ``RECORD_CACHE_SECONDS``; a delivered message then costs two Dynam
 (:func:`deliveries.claim` and :func:`deliveries.finish`). The claim also stops a message already delivered
 from being POSTed again (an SQS redelivery after a crash or a duplicate copy); explicit redeliveries skip that
 check.
+
+Copies (issue 28): the claim is bound to the SQS message that makes it (its message id). When the receiver has
+answered 2xx and the delivery-log write after it fails, the message is acknowledged all the same and the
+claim stays ``sending``: another copy of the message is then refused (``held``) and acknowledged without a POST.
+Only the claiming message itself, if it comes back (it was not acknowledged: no 2xx was seen, or the invocation
+died), makes the next attempt.
 """
 
 from __future__ import annotations
@@ -146,15 +152,17 @@ def _send(queue_url: str, body: str, delay: int = 0) -> bool:
     return True
 
 
-def _give_back(result: str, body: str, receive_count: int, delay: int) -> Outcome:
+def _give_back(result: str, body: str, receive_count: int, delay: int, requeue: bool = True) -> Outcome:
     """Retry later: SQS shows the message again after ``delay`` seconds.
 
     Receives are not attempts (a deferral, a second copy): when this receive is the queue's last before its
     redrive would move the message to the dead-letter queue, a fresh copy (same body, same delivery id) is
     queued instead and this one acknowledged, so deferrals never use up the attempts. If that send fails, SQS's
-    redrive takes over: the message waits in the dead-letter queue, lost to nobody.
+    redrive takes over: the message waits in the dead-letter queue, lost to nobody. ``requeue`` False: this
+    message holds a claim without a recorded outcome (a fresh copy, another SQS message, could not take it
+    over), so it stays this message: the redrive, then the operator's, takes it.
     """
-    if receive_count >= max_receive_count() and _send(settings().postback_queue_url, body, delay):
+    if requeue and receive_count >= max_receive_count() and _send(settings().postback_queue_url, body, delay):
         return Outcome("requeued")
     return Outcome(result, delay)
 
@@ -170,24 +178,28 @@ def _dead_letter(body: str, receive_count: int, attempted: bool = True) -> Outco
     return Outcome("failed" if attempted else "deferred", retry_delay(1, _schedule()))
 
 
-def _defer(message: dict[str, Any], body: str, receive_count: int, reason: str, redelivery: bool) -> Outcome:
+def _defer(message: dict[str, Any], body: str, receive_count: int, reason: str, redelivery: bool,
+           holder: str | None) -> Outcome:
     try:
-        attempt = deliveries.note_deferral(message, reason, redelivery=redelivery)
+        attempt = deliveries.note_deferral(message, reason, redelivery=redelivery, holder=holder)
     except deliveries.Claimed as claimed:
         if claimed.reason == "dead-lettered":
             return _dead_letter(body, receive_count, attempted=False)
-        return Outcome("skipped")  # delivered already (by an earlier copy): nothing to defer
+        # delivered already (by an earlier copy), or held by the copy whose attempt has no recorded outcome
+        return Outcome("skipped")
     _log.info("postback deferred", extra={"delivery_id": message["delivery_id"], "account_id": message["account_id"],
                                           "attempt": attempt, "reason": reason})
     return _give_back("deferred", body, receive_count, retry_delay(attempt, _schedule()))
 
 
-def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callable[[], None] | None = None) -> Outcome:
+def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callable[[], None] | None = None,
+            message_id: str | None = None) -> Outcome:
     """Deliver one SQS record before ``deadline`` (a time.monotonic() value: the end of the invocation).
 
     ``on_delivered`` is called as soon as the receiver has answered 2xx, before the delivery log write: if that
     write is still running when the handler must answer, the record is acknowledged all the same. The attempt
     number (``Vault-Delivery-Attempt``) is the delivery log's count of real POSTs, not SQS's receive count.
+    ``message_id``: the SQS message id, the claim's holder (None: any copy may follow an unrecorded attempt).
     """
     message = json.loads(body)
     account_id, delivery_id = message["account_id"], message["delivery_id"]
@@ -202,18 +214,25 @@ def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callab
     destination = destination_of(target.url)
     decision = _breaker.before_attempt(destination)
     if decision == DEFER:
-        return _defer(message, body, receive_count, "circuit open", redelivery)
+        return _defer(message, body, receive_count, "circuit open", redelivery, message_id)
     budget = min(DELIVERY_TIMEOUT_SECONDS, deadline - RESERVE_SECONDS - time.monotonic())
     if budget < MIN_ATTEMPT_SECONDS:
         if decision == PROBE:
             _breaker.release_probe(destination)
-        return _defer(message, body, receive_count, "no time left", redelivery)
+        return _defer(message, body, receive_count, "no time left", redelivery, message_id)
     try:
-        stored = deliveries.claim(message, max(1.0, deadline - time.monotonic()) + 1.0, redelivery=redelivery)
+        stored = deliveries.claim(message, max(1.0, deadline - time.monotonic()) + 1.0, redelivery=redelivery,
+                                  holder=message_id)
     except deliveries.Claimed as claimed:
         if decision == PROBE:
             _breaker.release_probe(destination)
         if claimed.reason == "delivered":
+            return Outcome("skipped")
+        if claimed.reason == "held":
+            # Another SQS message made the last attempt and its outcome was never recorded: if it was not a 2xx,
+            # that message comes back and attempts again; this copy must not make a second POST (issue 28).
+            _log.info("postback copy skipped: another message holds its last attempt",
+                      extra={"delivery_id": delivery_id, "account_id": account_id})
             return Outcome("skipped")
         if claimed.reason == "dead-lettered":
             return _dead_letter(body, receive_count, attempted=False)  # a copy; its attempts are used up
@@ -261,15 +280,23 @@ def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callab
         except Exception as exc:  # noqa: BLE001 - the receiver has it: a lost log line beats a second POST
             _log.error("postback delivered, delivery log write failed",
                        extra={**log, "error_type": type(exc).__name__})
+            try:  # a second chance at "delivered"; if it fails too, the claim's holder still stops other copies
+                deliveries.mark_delivered(stored, attempt)
+            except Exception as again:  # noqa: BLE001
+                _log.error("postback delivered, delivery state write failed",
+                           extra={**log, "error_type": type(again).__name__})
         _log.info("postback delivered", extra={**log, "status": status_code})
         return Outcome("delivered")
     last = _is_last(attempt, redelivery)
+    recorded = True
     try:
         deliveries.finish(stored, attempt, "dead-lettered" if last else "failed", status_code, duration_ms, error,
                           excerpt)
     except Exception as exc:  # noqa: BLE001 - the retry must still be scheduled
+        recorded = False
         _log.error("postback delivery log write failed", extra={**log, "error_type": type(exc).__name__})
     _log.warning("postback attempt failed", extra={**log, "reason": error})
     if last:
         return _dead_letter(body, receive_count)
-    return _give_back("failed", body, receive_count, retry_delay(attempt, _schedule()))
+    return _give_back("failed", body, receive_count, retry_delay(attempt, _schedule()),
+                      requeue=recorded or message_id is None)

@@ -10,7 +10,8 @@ the item in the same single write. Never a clear value.
 
 Issue 21 adds to a Tokens item ``readable`` (true when the tokenize call asked for ``omit``: the partner's
 ``read`` may fetch the tokens once), ``partner_read_by`` / ``partner_read_at`` (the partner's one ``read``: the
-random id of the request that made it, so an SDK retry of that same write is recognised), and, in an item of its
+random id of the request that made it, so an SDK retry of that same write is recognised, or, issue 28, ``k:`` and
+the SHA-256 of the reader's ``Idempotency-Key``, so a retry of the request with that key is too), and, in an item of its
 own keyed ``revoked#<scope>``, the **revocation record** of a deleted bfid (``partnerId``, ``revokedAt``; no
 ``expiresAt``: it is kept for good). The gateway's own one-time read of an iframe eToken uses another attribute
 (``gateway_read_by``): the two reads are independent. A scope is URL-safe base64 text, so no scope starts with

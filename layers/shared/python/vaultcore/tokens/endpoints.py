@@ -12,7 +12,10 @@ uniform 1003). Bodies are JSON objects with an optional ``reference`` (echoed).
   values are answered: no record, no values.
 * ``POST /api/tokenization/read`` ``{reference?, bfid}`` → the tokens kept for ``read`` (tokenize with
   ``?omit=1``/``?omit=2``), once per bfid (3018 after), within the one-hour read window (3011); never a CVV's
-  token (issue 27).
+  token (issue 27). With an
+  ``Idempotency-Key`` header (1 to 255 printable ASCII characters, 3023) the read is that key's: a retry with the
+  same key (a lost answer, a 500 after the claim) gets the same tokens again within the window; any other reader
+  still gets 3018 (issue 28). The key is kept only as a hash, in the Tokens item, which expires with the window.
 * ``POST /api/tokenization/delete`` ``{reference?, bfid}`` → ``deleted: true``; idempotent. Afterwards nothing
   under the bfid detokenizes or reads (3017), anywhere.
 * ``POST /api/tokenization/batch/tokenize`` and ``/batch/detokenize`` ``{reference?, items: [...]}`` (1 to
@@ -31,6 +34,8 @@ uniform 1003). Bodies are JSON objects with an optional ``reference`` (echoed).
 
 from __future__ import annotations
 
+import hashlib
+import re
 import secrets
 from typing import Any
 
@@ -49,6 +54,7 @@ from vaultcore.tokens.errors import (
     BATCH_ITEMS,
     BFID_DELETED,
     DETOKENIZE_NOT_PERMITTED,
+    IDEMPOTENCY_KEY_INVALID,
     TEMPLATE_REF_MISSING,
     TokenPermissionDenied,
     TokenServiceError,
@@ -102,12 +108,28 @@ def detokenize_endpoint(request: Request) -> Response:
     return success({"bfid": bfid, "values": _values_out(names, clear)}, reference)
 
 
+_IDEMPOTENCY_KEY = re.compile(r"[\x20-\x7e]{1,255}")
+
+
+def _read_id(partner_id: str, key: str | None) -> str:
+    """Who reads (the claim's ``partner_read_by``): the partner's ``Idempotency-Key`` as a hash (``k:`` + 64 hex;
+    the key itself is never stored), so the same key recovers its read; without a key, this request alone."""
+    if key is None:
+        return secrets.token_hex(16)
+    if not _IDEMPOTENCY_KEY.fullmatch(key):
+        raise TokenServiceError("The Idempotency-Key header must be 1 to 255 printable ASCII characters.",
+                                code=IDEMPOTENCY_KEY_INVALID)
+    digest = hashlib.sha256(b"tokenization-read\x00" + partner_id.encode("utf-8") + b"\x00" + key.encode("ascii"))
+    return "k:" + digest.hexdigest()
+
+
 def read_endpoint(request: Request) -> Response:
     caller = authenticate_header(request)
     body = json_object_body(request)
     reference = reference_of(body)
+    read_id = _read_id(caller.partner_id, request.header("idempotency-key"))
     bfid = _bfid_of(body)
-    tokens = service.read_tokens_once(caller.partner_id, bfid, secrets.token_hex(16))
+    tokens = service.read_tokens_once(caller.partner_id, bfid, read_id)
     return success({"bfid": bfid, "values": [{"name": n, "value": t} for n, t in tokens.items()]}, reference)
 
 

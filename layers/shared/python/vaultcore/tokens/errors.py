@@ -27,6 +27,7 @@ probe which case applies.
 | 3020 | 400 | values missing, empty, not an array, or more than 64 entries |
 | 3021 | 400 | a values entry is not an object with string name and value |
 | 3022 | 400 | omit is not a boolean (body) or not 0, 1 or 2 (query) |
+| 3023 | 400 | the Idempotency-Key header of read is not 1 to 255 printable ASCII characters |
 | 3040 | 403 | the partner does not hold the detokenize permission |
 | 3041 | 403 | the template's accessMode does not allow detokenization |
 | 3042 | 400 | batch items missing, empty, not an array, or more than the batch limit |
@@ -66,6 +67,7 @@ __all__ = [
     "VALUES_MISSING",
     "VALUES_ENTRY",
     "OMIT_INVALID",
+    "IDEMPOTENCY_KEY_INVALID",
     "BFID_DELETED",
     "ALREADY_READ",
     "NOT_READABLE",
@@ -102,6 +104,7 @@ TOO_MANY_TOKENS = 3016
 VALUES_MISSING = 3020
 VALUES_ENTRY = 3021
 OMIT_INVALID = 3022
+IDEMPOTENCY_KEY_INVALID = 3023
 BFID_DELETED = 3017
 ALREADY_READ = 3018
 NOT_READABLE = 3019

@@ -602,8 +602,9 @@ def read_tokens_once(partner_id: str, bfid: str, read_id: str) -> dict[str, str]
     """The partner's ``read`` (issue 21): the tokens stored under ``bfid``, once per bfid, within the read window.
 
     The bfid is verified (3010) and looked up in the revocation records (3017); then one conditional UpdateItem
-    claims the item for this read (:func:`vaultcore.store.tokens.claim_partner_read`: ``read_id`` is the caller's
-    random id of this request, so an SDK retry of the same write succeeds again and no second read does). A
+    claims the item for this read (:func:`vaultcore.store.tokens.claim_partner_read`: ``read_id`` is the random id
+    of this request, or the hash of the caller's ``Idempotency-Key`` (issue 28), so an SDK retry of the same
+    write, and a retry of the request with the same key, succeed again and no other read does). A
     failed condition is resolved by reading the item back: claimed by another read 3018 (HTTP 409); kept but
     not for ``read`` (tokenized without ``omit``) 3019; absent, another partner's or past its window 3011.
     Independent of the gateway's read step (:func:`read_stored_tokens`) and of the gateway's own one-time read

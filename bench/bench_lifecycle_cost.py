@@ -1,0 +1,169 @@
+"""What each lifecycle operation costs in AWS calls and DynamoDB capacity units, beside main before issue 28.
+
+``python -m bench.bench_lifecycle_cost``. Each operation is sent with an Idempotency-Key by an account with a
+postback URL and credits on, through the gateway handler and the AWS JSON-protocol client Lambda uses, against
+a moto server in its own process; ``ROUNDS`` times each, in this order per round: SALE, AUTHORIZATION,
+partial CAPTURE, partial REFUND (of the capture), full REFUND of an unsettled SALE (a VOID), REVERSAL of an
+AUTHORIZATION, approved CREDIT, declined CREDIT. Printed per operation, for this tree and for
+``PREVIOUS_COMMIT`` (the same code, measured in a fresh interpreter with that commit's layer):
+
+* ``aws_calls``: the AWS API calls by operation (the clients' ``before-call`` hooks), per operation;
+* ``write_units`` / ``read_units``: DynamoDB capacity units as on-demand billing counts them for items under
+  1 KB (what these are): 1 per PutItem / UpdateItem / DeleteItem, 2 per item of a TransactWriteItems, 1 per
+  consistent GetItem (0.5 eventually consistent), 1 per Query page.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import tempfile
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from bench.common import ROOT
+
+PREVIOUS_COMMIT = "a4e45be"  # main before issue 28
+ROUNDS = 20
+OPERATIONS = ("SALE", "AUTHORIZATION", "CAPTURE", "REFUND partial", "REFUND full (VOID)", "REVERSAL",
+              "CREDIT approved", "CREDIT declined")
+
+
+def _previous_tree(directory: Path) -> Path:
+    archive = directory / "tree.tar"
+    with open(archive, "wb") as out:
+        subprocess.run(["git", "archive", PREVIOUS_COMMIT, "layers/shared/python", "functions", "local", "template.yaml",
+                        "bench/__init__.py", "bench/common.py", "tests/__init__.py", "tests/aws_calls.py",
+                        "tests/helpers.py", "tests/conftest.py"], cwd=ROOT, check=True, stdout=out)
+    with tarfile.open(archive) as tar:
+        tar.extractall(directory, filter="data")
+    return directory / "layers" / "shared" / "python"
+
+
+def _units(params: list[tuple[str, dict[str, Any]]]) -> tuple[float, float]:
+    writes = reads = 0.0
+    for op, p in params:
+        if op in ("PutItem", "UpdateItem", "DeleteItem"):
+            writes += 1
+        elif op == "TransactWriteItems":
+            writes += 2 * len(p.get("TransactItems", []))
+        elif op == "GetItem":
+            reads += 1 if p.get("ConsistentRead") else 0.5
+        elif op == "Query":
+            reads += 1
+    return writes, reads
+
+
+def measure(layer: str, endpoint: str) -> dict:
+    """Runs in a fresh interpreter: ``python bench/bench_lifecycle_cost.py --measure <layer> <endpoint>``."""
+    sys.path.insert(0, layer)
+    os.environ.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
+                       "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
+                       "LOG_LEVEL": "WARNING", "METRICS_DISABLED": "1"})
+    os.environ.pop("VAULT_AWS_SDK", None)
+    import vaultcore
+    from local.runner import Platform
+    from tests.aws_calls import AwsCalls
+    from tests.helpers import admin, api_event
+
+    assert str(Path(vaultcore.__file__).resolve()).startswith(str(Path(layer).resolve())), vaultcore.__file__
+    platform = Platform("cert")
+    platform.create_resources()
+    _, account = admin(platform, "POST", "/admin/v1/accounts",
+                       {"options": {"credit": True}, "postback_url": "http://127.0.0.1:9/postbacks"})
+    creds = {"account_id": account["account_id"], "api_accesskey": account["api_accesskey"]}
+    card = {"tender_type": "CARD", "card_number": "4242424242424242", "card_expiration": "1230"}
+    from vaultcore.store.aws import client
+
+    calls = AwsCalls()
+    sent: list[tuple[str, dict[str, Any]]] = []  # (DynamoDB operation, its parameters), from the before-call hook
+
+    def record_params(model: Any, params: dict[str, Any], **_kwargs: Any) -> None:
+        sent.append((model.name, dict(params)))
+
+    client("dynamodb").meta.events.register("before-call", record_params, unique_id="bench-lifecycle-cost")
+    per_op: dict[str, Counter[str]] = {name: Counter() for name in OPERATIONS}
+    units: dict[str, list[float]] = {name: [0.0, 0.0] for name in OPERATIONS}
+    counter = iter(range(10**9))
+
+    def send(name: str | None, **variables: Any) -> dict:
+        event = api_event("POST", "/api/qsapi/3.8", {**creds, **variables},
+                          {"Idempotency-Key": f"cost-{next(counter)}"})
+        calls.reset()
+        sent.clear()
+        out = platform.invoke("GatewayFunction", event)
+        body = json.loads(out["body"])
+        assert out["statusCode"] == 200, body
+        if name is not None:
+            per_op[name].update(calls.by_operation)
+            w, r = _units(sent)
+            units[name][0] += w
+            units[name][1] += r
+        return body
+
+    with calls:
+        for n in range(ROUNDS + 1):
+            measured = n > 0  # the first round warms the container's caches
+            label = (lambda op: op) if measured else (lambda op: None)
+            send(label("SALE"), transaction_type="SALE", transaction_amount="10.00", **card)
+            auth = send(label("AUTHORIZATION"), transaction_type="AUTHORIZATION", transaction_amount="20.00", **card)
+            capture = send(label("CAPTURE"), transaction_type="CAPTURE", token_id=auth["transaction_id"],
+                           transaction_amount="15.00")
+            send(label("REFUND partial"), transaction_type="REFUND", token_id=capture["transaction_id"],
+                 transaction_amount="5.00")
+            sale = send(None, transaction_type="SALE", transaction_amount="12.00", **card)
+            void = send(label("REFUND full (VOID)"), transaction_type="REFUND", token_id=sale["transaction_id"],
+                        transaction_amount="12.00")
+            assert void["authorization_message"] == "VOID", void
+            auth2 = send(None, transaction_type="AUTHORIZATION", transaction_amount="9.00", **card)
+            send(label("REVERSAL"), transaction_type="REVERSAL", token_id=auth2["transaction_id"])
+            credit = send(label("CREDIT approved"), transaction_type="CREDIT", transaction_amount="1.00", **card)
+            assert credit["transaction_approved"], credit
+            declined = send(label("CREDIT declined"), transaction_type="CREDIT", transaction_amount="1.00",
+                            **{**card, "card_number": "4000000000000002"})
+            assert not declined["transaction_approved"], declined
+    out: dict[str, Any] = {}
+    for name in OPERATIONS:
+        ops = {op.split(".", 1)[1]: round(k / ROUNDS, 2) for op, k in sorted(per_op[name].items())}
+        out[name] = {"aws_calls": ops, "aws_calls_total": round(sum(ops.values()), 2),
+                     "write_units": round(units[name][0] / ROUNDS, 2), "read_units": round(units[name][1] / ROUNDS, 2)}
+    return out
+
+
+def _child(layer: Path, endpoint: str) -> dict:
+    tree = layer.parents[2]
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("AWS_")}, "PYTHONPATH": str(tree)}
+    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--measure", str(layer), endpoint],
+                         cwd=tree, env=env, capture_output=True, text=True)
+    if out.returncode != 0:
+        raise RuntimeError(out.stderr[-2000:])
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> dict:
+    from tests.faults.moto_server import MotoProcess
+
+    with tempfile.TemporaryDirectory(prefix="bench-lifecycle-cost-") as tmp:
+        previous = _previous_tree(Path(tmp))
+        figures: dict[str, dict] = {}
+        for name, layer in (("now", ROOT / "layers" / "shared" / "python"), ("previous", previous)):
+            server = MotoProcess()  # a fresh moto per version: equal table sizes
+            try:
+                figures[name] = _child(layer, server.url)
+            finally:
+                server.stop()
+    result = {op: {"now": figures["now"][op], "previous": figures["previous"][op]} for op in OPERATIONS}
+    print(json.dumps({"bench_lifecycle_cost": result, "previous_commit": PREVIOUS_COMMIT, "rounds": ROUNDS},
+                     indent=2))
+    return result
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "--measure":
+        print(json.dumps(measure(sys.argv[2], sys.argv[3])))
+    else:
+        main()
