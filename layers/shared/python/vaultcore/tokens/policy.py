@@ -20,8 +20,8 @@ The policy of a tokenization (:class:`Owner`):
 
   - a CVV (:data:`CVV_FIELDS`) is sensitive authentication data: its clear value goes only to the processor, in
     the first authorization of the iFrame capture that took it (the consuming read step). No path returns its
-    token or detokenizes it (3046); token payments, ``GATEWAY`` tokenize calls that store, and proxy detokenize
-    substitutions that name it are refused (:func:`refuse_stored_cvv`);
+    token or detokenizes it (3046); token payments, tokenize calls (single, batch, proxy: only
+    an iFrame capture takes a CVV) and proxy detokenize substitutions that name it are refused;
   - every other field of a bound tokenization comes back in clear only to the gateway, for its account (3045
     to the tokenization API and the proxy, to another account, or on a refused path); the fields of an unbound
     tokenization to its partner under the template's ``accessMode`` and the partner's detokenize permission
@@ -29,9 +29,8 @@ The policy of a tokenization (:class:`Owner`):
 
 CVV tokens are not reversible with the partner's key alone (:func:`cvv_scope`): the CVV is enciphered under the
 scope *and* a random 128-bit per-capture salt. An iFrame capture keeps the salt in its Tokens item until the first
-read, which removes the salt with the CVV's token in the same conditional write; any other tokenization of a CVV
-(not stored) discards the salt at once, so its token is irreversible from birth. After the first authorization,
-or after the hour (the item's ``expiresAt``, checked on every read, then its TTL deletion), no salt remains, hence
+read, which removes the salt with the CVV's token in the same conditional write; no other tokenization takes a
+CVV. After the first authorization, or after the hour (the item's ``expiresAt``, checked on every read, then its TTL deletion), no salt remains, hence
 no key material that could turn a CVV token back into the CVV (docs/design/security.md).
 """
 
@@ -44,7 +43,7 @@ from typing import Any, Literal
 from vaultcore.tokens.errors import CVV_REFUSED, PolicyRefused, TokenServiceError
 
 __all__ = ["CVV_FIELDS", "CVV_SALT", "Actor", "Owner", "PARTNER", "PROXY", "gateway_actor", "is_cvv",
-           "cvv_scope", "new_cvv_salt", "check_clear", "refuse_stored_cvv", "cvv_refused", "owner_of_item"]
+           "cvv_scope", "new_cvv_salt", "check_clear", "cvv_refused", "owner_of_item"]
 
 #: Fields that hold a card verification value (the GATEWAY template's, and any template's field of that name).
 CVV_FIELDS = frozenset({"vault_token_card_verification"})
@@ -119,13 +118,6 @@ def cvv_scope(scope: str, salt: str) -> str:
 def cvv_refused(name: str = "vault_token_card_verification") -> TokenServiceError:
     return TokenServiceError(f"Field {name} holds a CVV: a CVV is never kept, returned or detokenized from a "
                              "token; send it in clear with the authorization.", code=CVV_REFUSED)
-
-
-def refuse_stored_cvv(names: list[str]) -> None:
-    """3046 when a tokenization that stores its tokens for a read step names a CVV field."""
-    for name in names:
-        if is_cvv(name):
-            raise cvv_refused(name)
 
 
 def check_clear(owner_account: str | None, actor: Actor, names: list[str]) -> None:

@@ -323,9 +323,9 @@ def tokenize_values(partner_id: str, template_ref: str, values: list[tuple[str, 
 
     ``owner`` (issue 27): the use policy the stored tokens carry (:class:`~vaultcore.tokens.policy.Owner`), written
     with them (and, when durable, to the scope record first). A CVV (:data:`~vaultcore.tokens.policy.CVV_FIELDS`)
-    is enciphered under a random per-call salt: kept in the Tokens item only for a stored capture with an owner
-    (an iFrame capture, until its first read), discarded otherwise, so its token is irreversible; a call that
-    stores without an owner and names a CVV field is refused (3046).
+    is accepted only by a stored capture with an owner (an iFrame capture; 3046 for any other call: no tokenize,
+    batch or proxy answer carries a CVV token), and enciphered under a random per-capture salt kept in its Tokens
+    item until its first read removes it.
     """
     pairs = _pairs(values)
     if bfid is None:
@@ -341,7 +341,7 @@ def tokenize_values(partner_id: str, template_ref: str, values: list[tuple[str, 
     for f, value in fields:
         _check(f, value)
     has_cvv = any(is_cvv(f.name) for f, _ in fields)
-    if has_cvv and store and owner is None:
+    if has_cvv and (owner is None or not store):
         raise cvv_refused()
     now = int(clock.now())
     if info is None:
@@ -370,7 +370,7 @@ def tokenize_values(partner_id: str, template_ref: str, values: list[tuple[str, 
         expires_at = math.ceil(clock.now()) + READ_WINDOW_SECONDS
         policy = owner.item_attributes() if owner is not None else {}
         if salt is not None:
-            policy[CVV_SALT] = salt  # owner is set (checked above): removed by the first read
+            policy[CVV_SALT] = salt  # a stored capture with an owner (checked above): removed by the first read
         if owner is not None and owner.durable:
             token_store.put_scope_owner(info.scope, partner_id, owner.account_id, now)  # before any token exists
         token_store.put_tokens(info.scope, partner_id, stored.template_ref, stored.version, keys.version, tokens, now,
