@@ -230,6 +230,8 @@ def test_gateway_tokenize_calls_that_store_refuse_a_cvv(world):
                                                   {"name": CVV_NAME, "value": "123"}]}
     status, out = world.api("/api/tokenization/tokenize", body)
     assert status == 400 and out["errCode"] == 3046, out
+    status, out = world.api("/api/tokenization/batch/tokenize", {"items": [body]})  # stores nothing: refused too
+    assert status == 200 and out["items"][0]["errCode"] == 3046, out
     assert not any(CVV_NAME in json.dumps(i) for i in _tokens_items())
 
 
