@@ -97,6 +97,11 @@ TOKEN_CODES: dict[int, tuple[str, bool]] = {
            "item's entry).", False),
     3044: ("Batch item: not processed, the request's work budget (5 s) ran out; send it again (in the item's "
            "entry).", False),
+    3045: ("The tokenization's use policy refuses this use: an iFrame capture is used only by its merchant "
+           "account, through the gateway (`read` still returns its tokens once, never the CVV's) (HTTP 403).",
+           False),
+    3046: ("A CVV (`vault_token_card_verification`) is never tokenized (but by a payment iFrame capture), "
+           "returned or detokenized from a token: send it in clear with the authorization (HTTP 400).", False),
     3050: ("Invalid template: the message names the member and the rule (HTTP 400).", True),
     3060: ("No such tokenization key version (HTTP 404).", True),
     3061: ("The current key version cannot be retired: rotate first (HTTP 409).", True),

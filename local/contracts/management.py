@@ -186,6 +186,11 @@ def _template_schemas() -> dict[str, Any]:
         "active": obj({"from": S, "to": S}, description="ISO-8601 durations after tokenization."),
         "minLength": {"type": "integer", "minimum": 1, "maximum": MAX_FIELD_LENGTH},
         "maxLength": {"type": "integer", "minimum": 1, "maximum": MAX_FIELD_LENGTH},
+        "luhnValidTokens": {"type": "boolean", "default": False,
+                            "description": "Card number fields only (type `card`, `CARD10`, maxLength 12 or more): "
+                                           "`true` asks for tokens that pass the Luhn check. By default card-number "
+                                           "tokens fail it (they keep format, BIN and last four), so a DLP scan "
+                                           "tells a token from a PAN."},
     }
     template = {"templateRef": text(_TEMPLATE_REF), "name": S,
                 "fields": {"type": "array", "items": ref("TemplateField"), "minItems": 1, "maxItems": MAX_FIELDS},

@@ -59,7 +59,7 @@ EXPECT = {
                                 "hash ok", '"status": "delivered", "http_status": 200', '"postback_url": null'],
     "integrators/iframe.md": ['"label": "Web shop"', '"zip": "required"}}, "antiFraud": false',
                               '"bearerToken": "ifb_', '"customId": "order-1001", "submissionLimit": 3'],
-    "integrators/proxy.md": ['vault-id: djMAAQ', '\\"number\\":\\"4111111111111111\\"', '"outcome": "forwarded"',
+    "integrators/proxy.md": ['vault-id: djQAAQ', '\\"number\\":\\"4111111111111111\\"', '"outcome": "forwarded"',
                              '"result": "detokenized 1 value(s)"', '411111******1111'],
     "operators/onboarding.md": ['"reference": "onboarding-1"', '"transaction_approved": true'],
     "quickstart.md": ['"reference": "quickstart-1"', '"success": true, "messageId"', '"reference": "quickstart-2"',

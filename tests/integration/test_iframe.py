@@ -288,19 +288,25 @@ def test_ten_concurrent_sales_with_one_etoken_approve_exactly_one(shop):
 
 
 def test_the_read_is_retry_aware(shop):
-    from vaultcore.iframe import etoken
+    """The one read (tokens service, issue 27): its own retry passes (without the CVV: the first write removed it),
+    another reader's is refused as used."""
+    from vaultcore.tokens import service
+    from vaultcore.tokens.errors import PolicyRefused
 
     shop.configure()
     status, result = shop.submit(shop.instance(customId="r")["bearerToken"], **_card())
-    tokens, binding = etoken.consume(shop.partner_id, shop.account_id, result["eToken"], "r", "writer-1")
-    assert "vault_token_card_verification" in tokens and binding["custom_id"] == "r"
-    again, _ = etoken.consume(shop.partner_id, shop.account_id, result["eToken"], "r", "writer-1")  # its own retry
-    assert "vault_token_card_number" in again and "vault_token_card_verification" not in again
-    from vaultcore.gateway.errors import GatewayError
 
-    with pytest.raises(GatewayError) as err:
-        etoken.consume(shop.partner_id, shop.account_id, result["eToken"], "r", "writer-2")
-    assert err.value.code == E.ETOKEN_USED
+    def read(reader: str):
+        return service.gateway_read(shop.partner_id, result["eToken"], account_id=shop.account_id, reader=reader,
+                                    custom_id="r", consume=True)
+
+    first = read("writer-1")
+    assert first.clear["vault_token_card_verification"] == "123" and "vault_token_card_verification" not in first.tokens
+    again = read("writer-1")  # its own retry
+    assert "vault_token_card_number" in again.tokens and "vault_token_card_verification" not in again.clear
+    with pytest.raises(PolicyRefused) as err:
+        read("writer-2")
+    assert err.value.reason == "used" and err.value.code == 3045
 
 
 def test_a_keyed_retry_after_an_unknown_outcome_pays_with_the_same_etoken(shop, monkeypatch):

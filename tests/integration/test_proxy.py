@@ -308,9 +308,9 @@ def test_many_tokens_of_one_field_are_detokenized_in_one_batch(platform, partner
         calls: list[int] = []
         verified: list[str] = []
         real_pairs, real_verify = tokens.detokenize_pairs, tokens._verify
-        monkeypatch.setattr(tokens, "detokenize_pairs", lambda p, b, pairs: calls.append(len(pairs)) or real_pairs(
-            p, b, pairs))
-        monkeypatch.setattr(tokens, "_verify", lambda *a: verified.append("v") or real_verify(*a))
+        monkeypatch.setattr(tokens, "detokenize_pairs", lambda p, b, pairs, **kw: calls.append(len(pairs))
+                            or real_pairs(p, b, pairs, **kw))
+        monkeypatch.setattr(tokens, "_verify", lambda *a, **kw: verified.append("v") or real_verify(*a, **kw))
         status, _, _ = _call(platform, partner, detok_ref, json.dumps({"cards": sent, "again": sent[0]}),
                              {"vault-id": headers["vault-id"]})
         assert status == 200

@@ -140,6 +140,10 @@ def test_builtin_gateway_template_for_every_partner(platform, partner):
     values = [("vault_token_card_number", "4242424242424242"), ("vault_token_card_expiration", "0130"),
               ("vault_token_card_verification", "123"), ("vault_token_bank_routing_number", "011000015"),
               ("vault_token_bank_account_number", "000123456789"), ("vault_token_zip", "10001")]
+    with pytest.raises(TokenServiceError) as err:  # issue 27: only an iFrame capture takes a CVV
+        tokenize_values(pid, "GATEWAY", values, store=False)
+    assert _code(err) == 3046
+    values = values[:2] + values[3:]
     result = tokenize_values(pid, "GATEWAY", values, store=False)
     assert result.template_ref == "GATEWAY" and result.template_version == 1
     assert detokenize_values(pid, result.bfid, result.values) == dict(values)
@@ -379,7 +383,8 @@ def test_version_1_bfids_keep_detokenizing_without_the_tag_check(platform, partn
     old = new_bfid(keys.mac_key, keys.version, "DEMO", pid, version=1)
     assert old.startswith("djEA")
     demo = Template.from_dict({"templateRef": "DEMO", "fields": FIELDS})
-    token = tokenize_value(keys.ff1_key, old, demo.get_field("vault_token_card_number"), PAN)
+    token = tokenize_value(keys.ff1_key, old, demo.get_field("vault_token_card_number"), PAN,
+                           bfid_version=1)
     # Then it still detokenizes (no tags: no tag check), and tokenizing under it keeps its text
     assert detokenize_values(pid, old, {"vault_token_card_number": token}) == {"vault_token_card_number": PAN}
     again = tokenize_values(pid, "DEMO", [("vault_token_card_number", PAN), ("zip", "30301")], bfid=old)
@@ -389,8 +394,8 @@ def test_version_1_bfids_keep_detokenizing_without_the_tag_check(platform, partn
     # documented limit of version 1: a wrong well-formed token is not refused (FF1 gives another value)
     wrong = detokenize_values(pid, old, {"vault_token_card_number": README_EXAMPLE_TOKEN})
     assert wrong["vault_token_card_number"] != PAN
-    # new bfids are version 3
-    assert tokenize_values(pid, "DEMO", [("zip", "30301")]).bfid.startswith("djMA")
+    # new bfids are version 4
+    assert tokenize_values(pid, "DEMO", [("zip", "30301")]).bfid.startswith("djQA")
 
 
 def test_version_2_bfids_keep_their_cycle_walked_short_tokens(platform, partner):
@@ -420,7 +425,7 @@ def test_version_2_bfids_keep_their_cycle_walked_short_tokens(platform, partner)
     # while a new bfid is version 3 and makes its short tokens with the prefix cipher
     new = tokenize_values(pid, "DEMO", [(expiry.name, "1229"), (first.name, "Al")])
     scope = parse_bfid(keys.mac_key, new.bfid).scope
-    assert new.bfid.startswith("djMA")
+    assert new.bfid.startswith("djQA")
     assert new.values == {expiry.name: tokenize_value(keys.ff1_key, scope, expiry, "1229", bfid_version=3),
                           first.name: tokenize_value(keys.ff1_key, scope, first, "Al", bfid_version=3)}
     assert detokenize_values(pid, new.bfid, new.values) == {expiry.name: "1229", first.name: "Al"}

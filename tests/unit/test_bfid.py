@@ -66,7 +66,7 @@ def test_fresh_bfids_are_unique_and_current():
 
 def test_payload_is_versioned_and_names_key_version_and_template():
     raw = base64.urlsafe_b64decode(make() + "==")
-    assert raw.startswith(b"v3\x00\x03") and b"GATEWAY" in raw and b"partner-42" in raw
+    assert raw.startswith(b"v4\x00\x03") and b"GATEWAY" in raw and b"partner-42" in raw
     raw = base64.urlsafe_b64decode(make(version=2) + "==")
     assert raw.startswith(b"v2\x00\x03") and b"GATEWAY" in raw and b"partner-42" in raw
     raw = base64.urlsafe_b64decode(make(version=1) + "==")
@@ -117,7 +117,7 @@ def test_forged_structure_with_wrong_tag_is_refused():
 
 def test_unknown_version_is_refused_even_with_a_valid_tag():
     raw = base64.urlsafe_b64decode(make() + "==")
-    payload = b"v4" + raw[2:-16]
+    payload = b"v5" + raw[2:-16]
     tag = hmac.new(MAC_KEY, payload, hashlib.sha256).digest()[:16]
     with pytest.raises(BfidError, match="unknown format"):
         parse_bfid(MAC_KEY, base64.urlsafe_b64encode(payload + tag).rstrip(b"=").decode())
@@ -267,8 +267,8 @@ KNOWN_BFID_V3 = "djMAAwBlU_EAAAECAwQFBgcICQoLDA0ODwpwYXJ0bmVyLTQyB0dBVEVXQVkAPy5
 
 def test_version_3_known_answer_same_layout_other_marker():
     # Given the known core drafted now (version 3: small-domain tokens by the prefix cipher)
-    info = draft_bfid(3, "GATEWAY", "partner-42", issued_at=1_700_000_000, nonce=bytes(range(16)))
-    assert info.version == BFID_VERSION == PREFIX_CIPHER_VERSION == 3
+    info = draft_bfid(3, "GATEWAY", "partner-42", issued_at=1_700_000_000, nonce=bytes(range(16)), version=3)
+    assert info.version == PREFIX_CIPHER_VERSION == 3 and BFID_VERSION == 4  # issue 27: version 4 is issued now
     # Then its core is version 2's with the marker "v3": another scope, so other tweaks and tags
     assert info.scope == KNOWN_SCOPE_V3 != KNOWN_SCOPE
     core = base64.urlsafe_b64decode(KNOWN_SCOPE_V3 + "=")
@@ -297,12 +297,12 @@ def test_a_version_2_bfid_extends_as_version_2():
     extended = parse_bfid(MAC_KEY, issued(old, (1, EXPIRY, EXPIRY_TOKEN)))
     assert (extended.version, extended.scope) == (2, KNOWN_SCOPE)
     assert issued(old, (1, EXPIRY, EXPIRY_TOKEN)) == KNOWN_BFID
-    # and only versions 2 and 3 can be drafted or carry tags
-    for version in (1, 4):
-        with pytest.raises(BfidError, match="version 2 or 3"):
+    # and only versions 2, 3 and 4 can be drafted or carry tags
+    for version in (1, 5):
+        with pytest.raises(BfidError, match="version 2, 3 or 4"):
             draft_bfid(3, "GATEWAY", "partner-42", version=version)
-    with pytest.raises(BfidError, match="bfid version must be 1, 2 or 3"):
-        make(version=4)
+    with pytest.raises(BfidError, match="bfid version must be 1, 2, 3 or 4"):
+        make(version=5)
 
 
 def test_only_issued_tokens_pass_the_tag_check():
@@ -345,7 +345,7 @@ def test_version_1_bfids_still_verify_without_tags():
     # and any token passes the tag check: old tokens keep detokenizing (the FF1 result is not checked)
     assert token_issued(TAG_KEY, info, 0, CARD, CARD_TOKEN) and token_issued(TAG_KEY, info, 5, "x", "anything")
     # a version-1 bfid cannot carry tags
-    with pytest.raises(BfidError, match="only a version-2 or version-3 bfid"):
+    with pytest.raises(BfidError, match="only a version-2, -3 or -4 bfid"):
         seal_bfid(MAC_KEY, info, [(0, bytes(4))])
     # a version-1 payload with trailing bytes (tags) is not a version-1 bfid
     payload = base64.urlsafe_b64decode(text + "==")[:-16] + b"\x00" + bytes(4)

@@ -75,7 +75,9 @@ class E:
     AUTO_TOKENIZE_FAILED = 307
     TOKEN_NOT_ISSUED = 308
     # --- issue 19 (iframe) ---
-    ETOKEN_USED = 309  # an eToken pays once (vaultcore.iframe.etoken)
+    ETOKEN_USED = 309  # an eToken pays once, through etoken= or bfid= (vaultcore.tokens.policy)
+    CVV_TOKEN = 310  # issue 27: a CVV is never a token (vault_token_card_verification)
+    POLICY_REFUSED = 311  # issue 27: the tokenization is bound to another account (vaultcore.tokens.policy)
     # --- end ---
     # 4xx: capture
     AUTH_NOT_FOUND = 401
@@ -164,7 +166,12 @@ ERROR_MESSAGES: dict[int, str] = {
     E.TOKEN_NOT_ISSUED: "A token was not issued under this bfid (a wrong or mistyped token, another bfid's token, or "
                         "a field not tokenized under the bfid); nothing was charged.",
     # --- issue 19 (iframe) ---
-    E.ETOKEN_USED: "The etoken has already been used by a payment: an eToken pays once; nothing was charged.",
+    E.ETOKEN_USED: "The etoken has already been used by a payment: an eToken pays once (with etoken or bfid); "
+                   "nothing was charged.",
+    E.CVV_TOKEN: "vault_token_card_verification is refused: a CVV is accepted only in clear (card_verification) "
+                 "with the authorization it is for, never as a token; nothing was charged.",
+    E.POLICY_REFUSED: "The token data is bound to another merchant account (an iFrame or gateway capture is used "
+                      "only by its account); nothing was charged.",
     # --- end ---
     E.AUTH_NOT_FOUND: "Invalid token_id",
     E.ALREADY_CAPTURED: "The authorization has already been captured.",

@@ -24,7 +24,7 @@ Token payment rules (spec, "POST {gateway_url}/api/qsapi/3.8"), where each is en
 
 1. any ``vault_token*`` or ``bfid`` -> token logic: ``validation.validate_request`` sets source ``token``;
    ``_resolve_tokens`` detokenizes and maps ``vault_token_<x>`` to ``<x>``;
-2. ``bfid`` alone -> read step (``read_stored_tokens``, one hour from data capture) then detokenize; after the
+2. ``bfid`` alone -> read step (``gateway_read``, one hour from data capture) then detokenize; after the
    hour the read fails and so does the transaction (error 303);
 3. other token parameters -> no read step; the supplied tokens are all the token data; each must have been
    issued under the bfid (the bfid's token tags, checked by the tokenization service before FF1 runs), else 308;
@@ -41,6 +41,11 @@ iframe or the tokenization endpoint) and stored for the gateway's read step: it 
 a bfid-only payment (one hour window) and then stored with the transaction as its bfid. ``custom_id`` is the
 merchant's reference for the iframe session (1 to 50 letters, digits, ``.``, ``_``, ``-``): stored, returned,
 reported and sent in postbacks.
+
+Use policy (issue 27): every read and detokenization goes through the tokens service with this account as the
+actor (:mod:`vaultcore.tokens.policy`): a bound tokenization (an iFrame capture, an auto-tokenization) is used
+only by its account (``etoken=`` 306, ``bfid=`` 303, tokens 311), an eToken once through ``etoken=`` or ``bfid=``
+(309), and a CVV never as a token (310). :func:`_token_failure` is the one translation of its refusals.
 
 Authorizations can be captured once, within ``AUTHORIZATION_LIFETIME_SECONDS`` (7 days), for at most the
 authorized amount, by the same account.
@@ -385,34 +390,66 @@ def _token_error_code(exc: Exception) -> int:
     return int(getattr(exc, "code", 0) or 0)
 
 
-def _detokenize(partner_id: str, bfid: str, tokens: dict[str, str], failure: int) -> dict[str, str]:
-    from vaultcore.tokens.errors import BFID_INVALID, TOKEN_NOT_ISSUED, TokenServiceError
+def _token_failure(exc: Exception, failure: int) -> GatewayError:
+    """The gateway error of a tokens-service refusal on a path whose generic failure is ``failure`` (303 read step,
+    304 detokenization, 306 eToken, 422 stored): the one translation of the use policy's answers."""
+    from vaultcore.tokens.errors import BFID_INVALID, CVV_REFUSED, TOKEN_NOT_ISSUED, PolicyRefused
+
+    code = _token_error_code(exc)
+    if isinstance(exc, PolicyRefused):
+        if exc.reason == "used":
+            return GatewayError(E.ETOKEN_USED)
+        if exc.reason == "custom_id":
+            return GatewayError(E.IFRAME_FIELD, "custom_id is not the payment iframe instance's.")
+        if exc.reason == "method":
+            held = getattr(exc, "method", "")
+            return GatewayError(E.TENDER_TYPE, f"The etoken holds {held} data: tender_type {held}.")
+        if failure in (E.ETOKEN_FAILED, E.READ_FAILED):
+            return GatewayError(failure)  # another account's eToken: the answer of an unknown one
+        return GatewayError(E.POLICY_REFUSED)
+    if code == CVV_REFUSED:
+        return GatewayError(E.CVV_TOKEN)
+    if code == BFID_INVALID and failure != E.ETOKEN_FAILED:
+        return GatewayError(E.BFID_INVALID)
+    if code == TOKEN_NOT_ISSUED and failure != E.ETOKEN_FAILED:
+        # A token the bfid does not vouch for: refused before FF1 runs, never a wrong card number (issue 11).
+        return GatewayError(E.TOKEN_NOT_ISSUED)
+    if failure == E.DETOKENIZE_FAILED:
+        return GatewayError(failure, f"{ERROR_MESSAGES[failure]} (tokenization code {code})")
+    return GatewayError(failure)
+
+
+def _token_refusals() -> tuple[type[Exception], ...]:
+    from vaultcore.tokens.errors import TokenPermissionDenied, TokenServiceError
+
+    return TokenServiceError, TokenPermissionDenied
+
+
+def _detokenize(account: accounts.Account, bfid: str, tokens: dict[str, str], failure: int) -> dict[str, str]:
+    from vaultcore.tokens.policy import gateway_actor
 
     try:
-        return _token_service().detokenize_values(partner_id, bfid, tokens)
-    except TokenServiceError as exc:
-        code = _token_error_code(exc)
-        if code == BFID_INVALID and failure != E.ETOKEN_FAILED:
-            raise GatewayError(E.BFID_INVALID) from exc
-        if code == TOKEN_NOT_ISSUED and failure != E.ETOKEN_FAILED:
-            # A token the bfid does not vouch for: refused before FF1 runs, never a wrong card number (issue 11).
-            raise GatewayError(E.TOKEN_NOT_ISSUED) from exc
-        raise GatewayError(failure, f"{ERROR_MESSAGES[failure]} (tokenization code {code})") from exc
+        return _token_service().detokenize_values(str(account.partner_id), bfid, tokens,
+                                                  actor=gateway_actor(account.account_id))
+    except _token_refusals() as exc:
+        raise _token_failure(exc, failure) from exc
 
 
-def _read(partner_id: str, bfid: str, failure: int) -> dict[str, str]:
-    from vaultcore.tokens.errors import BFID_INVALID, TokenServiceError
-
+def _read(account: accounts.Account, req: GatewayRequest, bfid: str, reader: str, failure: int, *, consume: bool,
+          custom_id: str | None) -> tuple[dict[str, str], dict[str, str]]:
+    """The read step (``bfid=`` alone, or ``etoken=`` with ``consume``) for this account: (tokens to keep with the
+    transaction, clear values), by the tokens service's one policy (:func:`vaultcore.tokens.service.gateway_read`)."""
+    method = req.tender if req.transaction_type != "STORE" else None
     try:
-        stored = _token_service().read_stored_tokens(partner_id, bfid)
-    except TokenServiceError as exc:
-        if _token_error_code(exc) == BFID_INVALID and failure != E.ETOKEN_FAILED:
-            raise GatewayError(E.BFID_INVALID) from exc
-        raise GatewayError(failure) from exc
-    tokens = {k: v for k, v in stored.items() if k in TOKEN_FIELDS and v}
+        read = _token_service().gateway_read(str(account.partner_id), bfid, account_id=account.account_id,
+                                             reader=reader, custom_id=custom_id, method=method, consume=consume)
+    except _token_refusals() as exc:
+        raise _token_failure(exc, failure) from exc
+    tokens = {k: v for k, v in read.tokens.items() if k in TOKEN_FIELDS and v}
+    clear = {k: v for k, v in read.clear.items() if k in TOKEN_FIELDS}
     if not tokens:
         raise GatewayError(failure)
-    return tokens
+    return tokens, clear
 
 
 def _merge(req: GatewayRequest, clear: dict[str, str]) -> PaymentData:
@@ -436,40 +473,34 @@ def _merge(req: GatewayRequest, clear: dict[str, str]) -> PaymentData:
     return PaymentData(kind, values, frozenset(detokenized))
 
 
-def _resolve_tokens(account: accounts.Account, req: GatewayRequest) -> tuple[PaymentData, dict[str, str], str]:
-    partner = str(account.partner_id)
+def _resolve_tokens(account: accounts.Account, req: GatewayRequest, reader: str
+                    ) -> tuple[PaymentData, dict[str, str], str]:
     bfid = str(req.bfid)
     if req.bfid_only:
-        tokens = _read(partner, bfid, E.READ_FAILED)  # rule 2: the read step (Tokens table, one hour)
+        # rule 2: the read step (Tokens table, one hour); an eToken's once-only use holds here too (issue 27)
+        tokens, clear = _read(account, req, bfid, reader, E.READ_FAILED, consume=False,
+                              custom_id=req.get("custom_id"))
         source = "bfid_read"
     else:
         tokens = dict(req.tokens)  # rule 3: no read step
         source = "detokenize"
-    clear = _detokenize(partner, bfid, tokens, E.DETOKENIZE_FAILED)
+        clear = _detokenize(account, bfid, tokens, E.DETOKENIZE_FAILED)
     payment = _merge(req, clear)
     stored = {"bfid": bfid, **{k: tokens[k] for k in RSAPI_TOKEN_FIELDS if k in tokens}}
     return payment, stored, source
 
 
-def _resolve_etoken(account: accounts.Account, req: GatewayRequest, writer: str
+def _resolve_etoken(account: accounts.Account, req: GatewayRequest, reader: str
                     ) -> tuple[PaymentData, dict[str, str], str]:
-    # --- issue 19 (iframe): the eToken is read once (retry-aware, by this request's ``writer``), bound to the
-    # account and the instance's custom_id; its CVV token is destroyed by that read (vaultcore.iframe.etoken) ---
-    from vaultcore.iframe import etoken as iframe_etoken
-
-    partner = str(account.partner_id)
+    """issue 19 (iframe): the eToken, read once (retry-aware, by ``reader``) for this account, the instance's
+    custom_id and tender; its CVV's token and salt are removed by that read (vaultcore.tokens.service.gateway_read,
+    one policy for etoken= and bfid=)."""
     etoken = str(req.get("etoken"))
     custom_id = req.get("custom_id") if req.transaction_type != "STORE" or req.get("custom_id") else None
-    method = req.tender if req.transaction_type != "STORE" else None
-    tokens, _binding = iframe_etoken.consume(partner, account.account_id, etoken, custom_id, writer, method)
-    tokens = {k: v for k, v in tokens.items() if k in TOKEN_FIELDS and v}
-    if not tokens:
-        raise GatewayError(E.ETOKEN_FAILED)
-    clear = _detokenize(partner, etoken, tokens, E.ETOKEN_FAILED)
+    tokens, clear = _read(account, req, etoken, reader, E.ETOKEN_FAILED, consume=True, custom_id=custom_id)
     payment = _merge(req, clear)
     if req.transaction_type != "STORE" and payment.kind != req.tender:
         raise GatewayError(E.TENDER_TYPE, f"The etoken holds {payment.kind} data: tender_type {payment.kind}.")
-    # --- end ---
     stored = {"bfid": etoken, **{k: tokens[k] for k in RSAPI_TOKEN_FIELDS if k in tokens}}
     return payment, stored, "etoken"
 
@@ -481,6 +512,7 @@ def _auto_tokenize(account: accounts.Account, payment: PaymentData) -> dict[str,
     authentication data stored after authorization (PCI DSS 3.3.1.2).
     """
     from vaultcore.tokens.errors import TokenServiceError
+    from vaultcore.tokens.policy import Owner
 
     if payment.kind == "CARD":
         names = ("card_number", "card_expiration")
@@ -488,7 +520,9 @@ def _auto_tokenize(account: accounts.Account, payment: PaymentData) -> dict[str,
         names = ("bank_account_number", "bank_routing_number")
     values = [(f"vault_token_{n}", payment.values[n]) for n in names]
     try:
-        result = _token_service().tokenize_values(str(account.partner_id), GATEWAY_TEMPLATE_REF, values)
+        # a gateway capture: its read step is this account's (issue 27)
+        result = _token_service().tokenize_values(str(account.partner_id), GATEWAY_TEMPLATE_REF, values,
+                                                  owner=Owner(account.account_id))
     except TokenServiceError as exc:
         raise GatewayError(E.AUTO_TOKENIZE_FAILED, f"{ERROR_MESSAGES[E.AUTO_TOKENIZE_FAILED]} "
                            f"(tokenization code {_token_error_code(exc)})") from exc
@@ -512,7 +546,7 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
     token_info: dict[str, str] = {}
     token_source: str | None = None
     if req.source == "token":
-        payment, token_info, token_source = _resolve_tokens(account, req)
+        payment, token_info, token_source = _resolve_tokens(account, req, etoken_reader or writer)
         check_payment(payment, req, now=now)
     elif req.source == "iframe":
         payment, token_info, token_source = _resolve_etoken(account, req, etoken_reader or writer)  # issue 19
@@ -704,7 +738,7 @@ def _resolve_stored(account: accounts.Account, req: GatewayRequest) -> tuple[Pay
             or not stored.get("bfid")):
         raise GatewayError(E.STORED_NOT_FOUND)
     tokens = {k: stored[k] for k in TOKEN_FIELDS if stored.get(k)}
-    clear = _detokenize(str(account.partner_id), str(stored["bfid"]), tokens, E.DETOKENIZE_FAILED)
+    clear = _detokenize(account, str(stored["bfid"]), tokens, E.DETOKENIZE_FAILED)
     payment = _merge(req, clear)
     return payment, {"bfid": str(stored["bfid"]), **{k: v for k, v in tokens.items() if k in RSAPI_TOKEN_FIELDS}}, \
         "stored"

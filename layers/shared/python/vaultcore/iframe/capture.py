@@ -11,12 +11,13 @@ the fields by their names (``paymentMethod``; ``cardNumber``, ``cardExpiration``
    limit), so malformed cards cost nothing and only well-formed ones count;
 3. the values are tokenized with the built-in ``GATEWAY`` template under the account's partner and stored for
    the gateway's one-hour read step (the card number, expiry, CVV, street and zip; or the bank account, routing
-   number and holder's name): the eToken is that bfid;
-4. the binding is written to the same Tokens item (account, customId, method, device transaction id), which
-   the gateway checks when it reads the eToken (:mod:`vaultcore.iframe.etoken`).
+   number and holder's name) with their use policy (issue 27, :mod:`vaultcore.tokens.policy`): owned by the
+   account, the instance's customId and the method, used once; the account binding also on the scope's durable
+   record; the CVV under a per-capture salt that the first read removes. The eToken is that bfid. The tokens
+   service enforces the policy on every path; nothing here or in the gateway carries a copy of it.
 
 DynamoDB round trips of a submission: instance GetItem, (configuration GetItem when not cached), counter
-UpdateItem, Tokens UpdateItem (the tokens), Tokens UpdateItem (the binding). ``bench/bench_iframe.py`` times it.
+UpdateItem, scope record UpdateItem (the owner), Tokens UpdateItem (the tokens and their policy). ``bench/bench_iframe.py`` times it.
 Clear values live in this request's memory only; nothing here logs a value.
 """
 
@@ -32,9 +33,7 @@ from vaultcore.gateway.accounts import load_account
 from vaultcore.iframe import configs, instances
 from vaultcore.iframe.errors import METHOD_NOT_ALLOWED, SUBMISSION_INVALID, TOKEN_INVALID, IframeError
 from vaultcore.logs import get_logger
-from vaultcore.settings import settings
-from vaultcore.store.aws import dynamodb
-from vaultcore.store.ddb import ConditionFailed, aws_errors, to_item
+from vaultcore.tokens.policy import Owner
 from vaultcore.tokens.service import tokenize_values
 
 __all__ = ["FIELDS", "submit", "check_card", "check_bank"]
@@ -136,24 +135,6 @@ def check_bank(body: dict[str, Any]) -> dict[str, str]:
     return values
 
 
-def _bind(partner_id: str, etoken: str, binding: dict[str, Any]) -> None:
-    from vaultcore.iframe.etoken import scope_of
-
-    names = {"#b": "bfid", "#p": "partnerId", **{f"#k{i}": "iframe_" + k for i, k in enumerate(binding)}}
-    values = {":p": partner_id, **{f":v{i}": v for i, v in enumerate(binding.values())}}
-    sets = ", ".join(f"#k{i} = :v{i}" for i in range(len(binding)))
-    try:
-        with aws_errors("etoken binding write"):
-            dynamodb().update_item(
-                TableName=settings().tokens_table, Key=to_item({"bfid": scope_of(partner_id, etoken)}),
-                UpdateExpression="SET " + sets, ConditionExpression="attribute_exists(#b) AND #p = :p",
-                ExpressionAttributeNames=names, ExpressionAttributeValues=to_item(values))
-    except ConditionFailed:  # pragma: no cover - the item was written a moment ago by this request
-        from vaultcore.errors import DependencyError
-
-        raise DependencyError("Internal error: the eToken could not be bound.") from None
-
-
 def submit(token: Any, body: Any, writer: str) -> dict[str, Any]:
     """One submission of the bearer ``token`` (module docstring); the result ``submit()`` resolves with."""
     from vaultcore.gateway.processor import gateway_brand
@@ -185,13 +166,15 @@ def submit(token: Any, body: Any, writer: str) -> dict[str, Any]:
     if account is None or not account.active or not account.partner_id:
         raise IframeError(TOKEN_INVALID)
     instances.take_submission(str(token), writer)
-    # readable: the partner's one `read` of an iframe bfid (issue 21), besides the gateway's one read of the eToken
-    result = tokenize_values(account.partner_id, "GATEWAY", list(values.items()), store=True, readable=True)
-    binding = {"account": account.account_id, "custom_id": instance["customId"], "method": method,
-               "instance": instances.token_hash(str(token))[:16]}
+    extra = [("iframe_instance", instances.token_hash(str(token))[:16])]
     if device is not None:
-        binding["device_trans_id"] = device
-    _bind(account.partner_id, result.bfid, binding)
+        extra.append(("iframe_device_trans_id", device))
+    owner = Owner(account.account_id, custom_id=instance["customId"], method=method, once=True, durable=True,
+                  extra=tuple(extra))
+    # readable: the partner's one `read` of an iframe bfid (issue 21; never the CVV's token), besides the gateway's
+    # one read of the eToken
+    result = tokenize_values(account.partner_id, "GATEWAY", list(values.items()), store=True, readable=True,
+                             owner=owner)
     _log.info("iframe submission tokenized", extra={"account_id": account.account_id, "event": method})
     out: dict[str, Any] = {"eToken": result.bfid, "customId": instance["customId"], "paymentMethod": method}
     if method == "CARD":

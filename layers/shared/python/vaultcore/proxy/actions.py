@@ -357,6 +357,7 @@ class ActionRunner:
         """Clear values with the request's ``vault-id`` (a response action: the bfid this exchange issued, else the
         request's ``vault-id``): one batch call for all the action's tokens, whatever their fields (the bfid
         verified once, every token checked before any clear value is made)."""
+        from vaultcore.tokens.policy import PROXY
         from vaultcore.tokens.service import detokenize_pairs
 
         if action.phase == "response" and self.vault_id_out:
@@ -369,7 +370,7 @@ class ActionRunner:
             if len(vault_id) > MAX_VAULT_ID or not vault_id.isascii():
                 raise E.ProxyError("The vault-id header is not valid.", code=E.VAULT_ID_INVALID)
         try:
-            return detokenize_pairs(self.partner_id, vault_id, list(zip(names, tokens, strict=True)))
+            return detokenize_pairs(self.partner_id, vault_id, list(zip(names, tokens, strict=True)), actor=PROXY)
         except VaultError as exc:
             if _upstream_error(exc):
                 raise _wrap_token_error(exc) from None

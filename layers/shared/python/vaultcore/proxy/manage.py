@@ -29,6 +29,7 @@ from vaultcore.proxy.config import (
     stored_document,
 )
 from vaultcore.proxy.service import _REFERENCE, invalidate
+from vaultcore.tokens.policy import is_cvv
 
 __all__ = ["create_config", "get_config", "list_configs", "replace_config", "delete_config", "validate_for_partner"]
 
@@ -52,6 +53,9 @@ def _check_templates(config: ProxyConfig, partner_id: str) -> None:
             if sub.field_name not in template:
                 raise E.ProxyConfigError(f"{where} is not a field of template {action.template_ref}.",
                                          code=E.CONFIG_INVALID)
+            if action.method == "detokenize" and is_cvv(sub.field_name or ""):
+                raise E.ProxyConfigError(f"{where} names a CVV field: a CVV is never detokenized from a token "
+                                         "(tokenization code 3046).", code=E.CONFIG_INVALID)
             if action.method == "detokenize" and template.get_field(sub.field_name or "").irreversible:
                 raise E.ProxyConfigError(f"{where} names an irreversible field: its tokens are never detokenized.",
                                          code=E.CONFIG_INVALID)

@@ -1,9 +1,9 @@
 """bfid: the opaque, integrity-protected identifier of one tokenization.
 
-Binary layout, then URL-safe base64 without padding (RFC 4648 section 5). Versions 2 and 3 (version 3: every bfid
-issued now)::
+Binary layout, then URL-safe base64 without padding (RFC 4648 section 5). Versions 2, 3 and 4 (version 4: every
+bfid issued now)::
 
-    "v3" or "v2"      2 bytes  format version (a new layout, or a new way to make tokens, gets a new version)
+    "v4", "v3", "v2"  2 bytes  format version (a new layout, or a new way to make tokens, gets a new version)
     key_version       2 bytes  unsigned big-endian, 1..65535: which partner tokenization key (rotation)
     issued_at         5 bytes  unsigned big-endian unix seconds (start of the active windows and read window)
     nonce            16 bytes  random (128 bits): makes every bfid unique and unguessable
@@ -36,6 +36,10 @@ Token tags (detokenization integrity)
     (at most 40 characters), so gateway auto-tokenization (card number and expiry, or bank account and routing
     number) always fits. A bfid of a tokenization of more fields may be longer than 150 characters (at most
     :data:`BFID_TEXT_MAX_LENGTH`, 1,024, the original's limit) and then cannot be sent to the gateway.
+
+Version 4 (issue 27) has the layout of versions 2 and 3 and makes its tokens as version 3 does, except card numbers,
+which are Luhn-invalid unless the field asks otherwise (:data:`LUHN_INVALID_VERSION`,
+:mod:`vaultcore.tokens.engine`). Tokens of version-1 to -3 bfids keep detokenizing as they were made.
 
 Version 3 has the layout of version 2; the version says how its tokens were made. The token engine enciphers a
 field part of fewer than one million possible values (a CVV, an expiry date) with the prefix cipher
@@ -81,6 +85,7 @@ __all__ = [
     "BFID_VERSION",
     "TAGGED_VERSION",
     "PREFIX_CIPHER_VERSION",
+    "LUHN_INVALID_VERSION",
     "TOKEN_TAG_BYTES",
     "new_bfid",
     "draft_bfid",
@@ -100,14 +105,16 @@ BFID_MAX_LENGTH = 150
 #: The longest bfid text accepted: a bfid with tags grows by 5 bytes per token tag (the original's limit).
 BFID_TEXT_MAX_LENGTH = 1024
 #: The version of every bfid issued now.
-BFID_VERSION = 3
+BFID_VERSION = 4
 #: bfids from this version on carry token tags (detokenization integrity).
 TAGGED_VERSION = 2
 #: bfids from this version on have their small-domain tokens made by the prefix cipher (module docstring).
 PREFIX_CIPHER_VERSION = 3
+#: bfids from this version on have Luhn-invalid card-number tokens (issue 27; vaultcore.tokens.engine).
+LUHN_INVALID_VERSION = 4
 TOKEN_TAG_BYTES = 4
-_V1, _V2, _V3 = b"v1", b"v2", b"v3"
-_MARKERS = {1: _V1, 2: _V2, 3: _V3}
+_V1, _V2, _V3, _V4 = b"v1", b"v2", b"v3", b"v4"
+_MARKERS = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
 _VERSIONS = {marker: version for version, marker in _MARKERS.items()}
 _NONCE = 16
 _TAG = 16
@@ -209,14 +216,14 @@ def draft_bfid(
     nonce: bytes | None = None,
     version: int = BFID_VERSION,
 ) -> BfidInfo:
-    """A new bfid (version 3; 2 for tests of former bfids) before it is sealed: its fields and
+    """A new bfid (version 4; 2 or 3 for tests of former bfids) before it is sealed: its fields and
     :attr:`~BfidInfo.scope`, no token tags yet.
 
     Tokenize under ``scope`` (and ``version``), compute the tags (:func:`token_tag`), then :func:`seal_bfid` gives
     the text. ``issued_at`` defaults to now; ``nonce`` to 16 random bytes (both exist as parameters for tests).
     """
-    if version not in (TAGGED_VERSION, BFID_VERSION):
-        raise BfidError("a bfid with token tags is version 2 or 3")
+    if version < TAGGED_VERSION or version not in _MARKERS:
+        raise BfidError("a bfid with token tags is version 2, 3 or 4")
     if not isinstance(key_version, int) or isinstance(key_version, bool) or not 1 <= key_version <= 0xFFFF:
         raise BfidError("key version must be an integer from 1 to 65535")
     ts = int(time.time()) if issued_at is None else issued_at
@@ -254,8 +261,8 @@ def seal_bfid(mac_key: bytes, info: BfidInfo, tags: Iterable[tuple[int, bytes]] 
     the text would exceed :data:`BFID_TEXT_MAX_LENGTH` characters (about 130 distinct tokens).
     """
     _check_mac_key(mac_key)
-    if info.version not in (TAGGED_VERSION, BFID_VERSION):
-        raise BfidError("only a version-2 or version-3 bfid can carry token tags")
+    if info.version < TAGGED_VERSION or info.version not in _MARKERS:
+        raise BfidError("only a version-2, -3 or -4 bfid can carry token tags")
     entries = _entries((*info.tags, *tags))
     payload = _core(_MARKERS[info.version], info) + b"".join(bytes((i,)) + t for i, t in entries)
     if len(payload) + _TAG > _MAX_RAW:
@@ -279,7 +286,7 @@ def new_bfid(
     random bytes. ``version=1`` or ``2`` writes a former version: only tests of old bfids use them."""
     _check_mac_key(mac_key)
     if version not in _MARKERS:
-        raise BfidError("bfid version must be 1, 2 or 3")
+        raise BfidError("bfid version must be 1, 2, 3 or 4")
     if version != 1:
         return seal_bfid(mac_key, draft_bfid(key_version, template_ref, partner_id, issued_at=issued_at, nonce=nonce,
                                              version=version))

@@ -7,10 +7,12 @@ uniform 1003). Bodies are JSON objects with an optional ``reference`` (echoed).
   matched by name. Allowed when the partner holds the ``detokenize`` permission (management API; off by
   default: 3040) and the latest version of the bfid's template has ``accessMode: detokenize`` (3041); then the
   service's checks (3010, 3017 deleted, 3002, 3012 irreversible, 3013, 3003/3004, 3015 not issued under the
-  bfid). An audit record (partner, bfid, field names, time, source IP; never a value) is written before the
+  bfid), then the tokenization's use policy (:mod:`vaultcore.tokens.policy`: a CVV's token 3046, an iFrame
+  capture 3045). An audit record (partner, bfid, field names, time, source IP; never a value) is written before the
   values are answered: no record, no values.
 * ``POST /api/tokenization/read`` ``{reference?, bfid}`` → the tokens kept for ``read`` (tokenize with
-  ``?omit=1``/``?omit=2``), once per bfid (3018 after), within the one-hour read window (3011). With an
+  ``?omit=1``/``?omit=2``), once per bfid (3018 after), within the one-hour read window (3011); never a CVV's
+  token (issue 27). With an
   ``Idempotency-Key`` header (1 to 255 printable ASCII characters, 3023) the read is that key's: a retry with the
   same key (a lost answer, a 500 after the claim) gets the same tokens again within the window; any other reader
   still gets 3018 (issue 28). The key is kept only as a hash, in the Tokens item, which expires with the window.
@@ -255,8 +257,8 @@ def batch_detokenize_endpoint(request: Request) -> Response:
             results[index] = _item_error(index, ref if isinstance(ref, str) and len(ref) <= 50 else None, exc)
             continue
         pending.append((index, ref, bfid, verified, pairs))
-    # 2. the revocation records of all of them at once (BatchGetItem, 100 a call)
-    deleted = service.revoked_scopes({v[0].scope for _, _, _, v, _ in pending})
+    # 2. the scope records of all of them at once (BatchGetItem, 100 a call): deleted, and bound (issue 27)
+    deleted, owners = service.scope_owners({v[0].scope for _, _, _, v, _ in pending})
     # 3. detokenize each (budgeted), then one audit record per item before any value is answered
     entries: list[tuple[str, list[str]]] = []
     count = 0
@@ -269,7 +271,8 @@ def batch_detokenize_endpoint(request: Request) -> Response:
             continue
         try:
             with budget.metered():
-                clear = service.detokenize_verified(caller.partner_id, verified, pairs, revocation=False, log=False)
+                clear = service.detokenize_verified(caller.partner_id, verified, pairs, revocation=False, log=False,
+                                                    owner=owners.get(verified[0].scope))
         except VaultError as exc:
             if exc.status >= 500:
                 raise

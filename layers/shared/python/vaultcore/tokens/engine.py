@@ -45,6 +45,19 @@ Short values (SP 800-38G Rev. 1 section 5.2 requires ``radix**length >= 1,000,00
     :data:`~vaultcore.tokens.templates.MIN_TOKEN_DOMAIN` (100) is unchanged. The work of either depends on the
     key (bucket sizes, walk length), never on anything a party without the key could relate to the value.
 
+Card numbers (issue 27; bfid version 4, :data:`~vaultcore.tokens.bfid.LUHN_INVALID_VERSION`, and later)
+    A field that holds card numbers (:attr:`TemplateField.card_number`) whose middle has ``k >= 3`` digits gets
+    tokens that **fail the Luhn check** (about 10% of plain FF1 tokens pass it, so a DLP scan could not tell them
+    from PANs), and keep the format, the BIN and the last four. The value must pass the Luhn check (the service's
+    type rule refuses it before; the engine refuses it too). Its middle's first ``k - 1`` digits are enciphered as
+    any middle of ``10**(k-1)`` values (FF1, the prefix cipher or cycle walking by size, as above); its last middle
+    digit is then *not* enciphered: it is the value's own Luhn redundancy, recomputed on detokenization. The
+    token's last middle digit is chosen among the nine that make the token fail Luhn, by ``HMAC-SHA256(key,
+    "vaultcore/tokens/luhn/v4" || tweak || enciphered digits)`` (so every invalid check sum is as likely), or,
+    with the field's ``luhnValidTokens``, is the one digit that makes it pass. A token whose last middle digit is
+    not that choice is refused as malformed. Tokens of version-1 to -3 bfids (and middles of 2 digits, whose 10
+    remaining values are under the template floor) are made and read as before.
+
 Irreversible fields
     The middle is replaced by ``HMAC-SHA256``-derived numerals (counter mode, reduced modulo ``radix**k`` with 128
     spare bits so the bias is below 2**-128), keyed by ``HMAC-SHA256(key, "vaultcore/tokens/irreversible/v1")``
@@ -66,7 +79,7 @@ import unicodedata
 from vaultcore.crypto.ff1 import MIN_DOMAIN, PreparedFF1, num_radix, str_radix
 from vaultcore.crypto.prefix_cipher import MAX_DOMAIN as PREFIX_MAX_DOMAIN
 from vaultcore.crypto.prefix_cipher import PrefixCipher
-from vaultcore.tokens.bfid import BFID_VERSION, PREFIX_CIPHER_VERSION
+from vaultcore.tokens.bfid import BFID_VERSION, LUHN_INVALID_VERSION, PREFIX_CIPHER_VERSION
 from vaultcore.tokens.templates import MIN_TOKEN_DOMAIN, TemplateField
 
 __all__ = [
@@ -97,6 +110,7 @@ INACTIVE = "inactive"
 TWEAK_BYTES = 16
 _CW_RADIX, _CW_LENGTH = 1000, 2  # 1000**2 == MIN_DOMAIN: the smallest FF1 domain, so walks are shortest
 _IRREVERSIBLE_LABEL = b"vaultcore/tokens/irreversible/v1"
+_LUHN_LABEL = b"vaultcore/tokens/luhn/v4"
 _REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 
 
@@ -215,6 +229,66 @@ def _rebuild(text: str, positions: list[int], numerals: list[int], chars: str) -
     return "".join(out)
 
 
+def _luhn_rule(field: TemplateField, k: int, bfid_version: int) -> bool:
+    """Whether a middle of ``k`` numerals of ``field`` follows the card-number Luhn rule (module docstring)."""
+    return bfid_version >= LUHN_INVALID_VERSION and field.card_number and k >= 3
+
+
+_LUHN_DOUBLE = (0, 2, 4, 6, 8, 1, 3, 5, 7, 9)  # a doubled digit's term (2d, minus 9 above 9)
+_LUHN_UNDOUBLE = tuple(_LUHN_DOUBLE.index(t) for t in range(10))
+
+
+def _luhn_digit(digits: list[int], j: int) -> int:
+    """The digit at index ``j`` that makes ``digits`` pass the Luhn check (ISO/IEC 7812-1 Annex B)."""
+    n = len(digits)
+    rest = 0
+    for i, d in enumerate(digits):
+        if i != j:
+            rest += _LUHN_DOUBLE[d] if (n - 1 - i) & 1 else d
+    term = -rest % 10
+    return _LUHN_UNDOUBLE[term] if (n - 1 - j) & 1 else term
+
+
+def _token_check_digit(key: bytes, tweak: bytes, field: TemplateField, digits: list[int], j: int) -> int:
+    """The token's last middle digit (index ``j`` of ``digits``, the token's numerals): Luhn-invalid by default."""
+    valid = _luhn_digit(digits, j)
+    if field.luhn_valid_tokens:
+        return valid
+    enciphered = bytes(digits[:j])
+    offset = hmac.new(key, _LUHN_LABEL + tweak + enciphered, hashlib.sha256).digest()[0] % 9
+    return (valid + 1 + offset) % 10
+
+
+def _numerals(field: TemplateField, text: str) -> list[int]:
+    index = field.charset.index
+    return [index[ch] for ch in text if ch in index]
+
+
+def _luhn_tokenize(key: bytes, tweak: bytes, field: TemplateField, value: str, numerals: list[int],
+                   bfid_version: int) -> list[int]:
+    digits = _numerals(field, value)
+    j = field.clear_characters[0] + len(numerals) - 1  # the last middle digit's index among the value's digits
+    if _luhn_digit(digits, j) != digits[j]:
+        raise TokenError(INVALID_VALUE, f"value for field {field.name} is not a valid card number (Luhn check failed)")
+    if field.irreversible:
+        enciphered = _one_way(key, tweak, field, value, len(numerals))[:-1]
+    else:
+        enciphered = _encipher(key, tweak, 10, numerals[:-1], decrypt=False, bfid_version=bfid_version)
+    token = digits[: j - len(enciphered)] + enciphered + [0] + digits[j + 1:]
+    return [*enciphered, _token_check_digit(key, tweak, field, token, j)]
+
+
+def _luhn_detokenize(key: bytes, tweak: bytes, field: TemplateField, token: str, numerals: list[int],
+                     bfid_version: int) -> list[int]:
+    digits = _numerals(field, token)
+    j = field.clear_characters[0] + len(numerals) - 1
+    if _token_check_digit(key, tweak, field, digits, j) != digits[j]:
+        raise TokenError(INVALID_VALUE, f"token for field {field.name} is not a token of this field")
+    clear = _encipher(key, tweak, 10, numerals[:-1], decrypt=True, bfid_version=bfid_version)
+    value = digits[: j - len(clear)] + clear + [0] + digits[j + 1:]
+    return [*clear, _luhn_digit(value, j)]
+
+
 def tokenize_value(key: bytes, bfid: str, field: TemplateField, value: str, *,
                    bfid_version: int = BFID_VERSION) -> str:
     """Token of ``value`` in ``field`` under ``bfid`` (same length, clear characters and separators in place).
@@ -226,7 +300,9 @@ def tokenize_value(key: bytes, bfid: str, field: TemplateField, value: str, *,
     _check_key(key)
     positions, numerals = _split(field, value, "value")
     tweak = field_tweak(bfid, field.name)
-    if field.irreversible:
+    if _luhn_rule(field, len(numerals), bfid_version):
+        out = _luhn_tokenize(bytes(key), tweak, field, value, numerals, bfid_version)
+    elif field.irreversible:
         out = _one_way(bytes(key), tweak, field, value, len(numerals))
     else:
         out = _encipher(bytes(key), tweak, field.charset.radix, numerals, decrypt=False, bfid_version=bfid_version)
@@ -276,6 +352,9 @@ def detokenize_value(
         raise TokenError(IRREVERSIBLE, f"field {field.name} is irreversible: its tokens cannot be detokenized")
     check_active(field, issued_at, now)
     positions, numerals = _split(field, token, "token")
-    out = _encipher(bytes(key), field_tweak(bfid, field.name), field.charset.radix, numerals, decrypt=True,
-                    bfid_version=bfid_version)
+    tweak = field_tweak(bfid, field.name)
+    if _luhn_rule(field, len(numerals), bfid_version):
+        out = _luhn_detokenize(bytes(key), tweak, field, token, numerals, bfid_version)
+    else:
+        out = _encipher(bytes(key), tweak, field.charset.radix, numerals, decrypt=True, bfid_version=bfid_version)
     return _rebuild(token, positions, out, field.charset.chars)

@@ -33,6 +33,9 @@ probe which case applies.
 | 3042 | 400 | batch items missing, empty, not an array, or more than the batch limit |
 | 3043 | 400 | (batch item) the item is not an object, or its reference is not a string of at most 50 characters |
 | 3044 | 503 | (batch item) not processed: the request's work budget ran out; send the item again |
+| 3045 | 403 | the tokenization's use policy refuses this use: an iFrame capture (or gateway capture) is used only by its
+  account, through the gateway; an eToken once |
+| 3046 | 400 | a CVV is never kept, returned or detokenized from a token (vault_token_card_verification) |
 | 3030 | 400 | device headers sent but the template has no card number field to fill |
 | 3050 | 400 | management: the template definition is invalid (the message says which member and rule) |
 | 3060 | 404 | management: no such tokenization key version |
@@ -73,6 +76,9 @@ __all__ = [
     "BATCH_ITEMS",
     "BATCH_ITEM_INVALID",
     "BATCH_BUDGET",
+    "POLICY_REFUSED",
+    "CVV_REFUSED",
+    "PolicyRefused",
     "TokenPermissionDenied",
     "NO_CARD_FIELD",
     "TEMPLATE_INVALID",
@@ -107,6 +113,8 @@ ACCESS_MODE_REFUSED = 3041
 BATCH_ITEMS = 3042
 BATCH_ITEM_INVALID = 3043
 BATCH_BUDGET = 3044
+POLICY_REFUSED = 3045
+CVV_REFUSED = 3046
 NO_CARD_FIELD = 3030
 TEMPLATE_INVALID = 3050
 KEY_VERSION_UNKNOWN = 3060
@@ -134,3 +142,17 @@ class TokenConflict(Conflict):
 
 class TokenPermissionDenied(PermissionDenied):
     """The secure API's detokenize endpoints: the partner or the template does not allow it (HTTP 403, 3040/3041)."""
+
+
+class PolicyRefused(TokenPermissionDenied):
+    """3045: the tokenization's use policy refuses this use (:mod:`vaultcore.tokens.policy`). ``reason`` says which
+    rule (``account``, ``custom_id``, ``method``, ``used``, ``path``), for the gateway's own error codes only: the
+    message is the same for every reason, so a caller learns nothing of another account's tokenizations."""
+
+    code = POLICY_REFUSED
+    default_message = ("The tokenization's use policy does not allow this use: it is used only by its account, "
+                       "through the gateway.")
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(self.default_message, code=POLICY_REFUSED)
+        self.reason = reason

@@ -5,7 +5,8 @@
 * :func:`detokenize_values`: bfid + tokens → clear values (no public endpoint: clear data leaves the platform
   only toward configured proxy targets and the gateway); :func:`detokenize_pairs`, its batch form (any number
   of tokens per field, one bfid verification), is the one implementation.
-* :func:`read_stored_tokens`: the gateway's bfid-only read step.
+* :func:`gateway_read`: the gateway's read step (``etoken=`` and ``bfid=`` alone), once-only where the policy says;
+  :func:`read_stored_tokens`: a plain read of stored tokens (no CVV token, nothing bound or consumed).
 * :func:`read_tokens_once`: the partner's ``read`` (issue 21), once per bfid; :func:`delete_bfid`: revocation.
 * :func:`template_for`: the template a tokenization would use (the endpoint fills card fields from it).
 
@@ -33,6 +34,13 @@ tokens; the given one keeps vouching for its own. The engine makes and reads eve
 its bfid's version (:func:`vaultcore.tokens.engine.tokenize_value`): new bfids are version 3 (short values by the
 prefix cipher), and values added under a given version-1 or -2 bfid are cycle-walked like its first tokens.
 
+Use policy (issue 27, :mod:`vaultcore.tokens.policy`): every read and every detokenization checks the
+tokenization's policy here, for the :class:`~vaultcore.tokens.policy.Actor` the entry point names (the partner's
+API by default): the owner account of a bound tokenization (its Tokens item, and the scope record the revocation
+lookup reads anyway), its once-only use, and which fields come back in clear (never a CVV's token or, outside the
+first authorization of its iFrame capture, its clear value: 3046; a bound tokenization only to its account's
+gateway: 3045).
+
 Errors are :class:`~vaultcore.tokens.errors.TokenServiceError` (a ValidationError, HTTP 400) with the codes of
 :mod:`vaultcore.tokens.errors`; messages never contain a value, a token or a bfid.
 """
@@ -43,6 +51,7 @@ import hmac
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from vaultcore import clock, metrics
 from vaultcore.cache import TTLCache
@@ -92,9 +101,24 @@ from vaultcore.tokens.errors import (
     VALUE_LENGTH,
     VALUES_ENTRY,
     VALUES_MISSING,
+    PolicyRefused,
     TokenConflict,
     TokenPermissionDenied,
     TokenServiceError,
+)
+from vaultcore.tokens.policy import (
+    CVV_FIELDS,
+    CVV_SALT,
+    PARTNER,
+    Actor,
+    Owner,
+    check_clear,
+    cvv_refused,
+    cvv_scope,
+    gateway_actor,
+    is_cvv,
+    new_cvv_salt,
+    owner_of_item,
 )
 from vaultcore.tokens.template_store import StoredTemplate
 from vaultcore.tokens.templates import Template, TemplateError, TemplateField
@@ -102,14 +126,15 @@ from vaultcore.tokens.validation import ValueRuleError, check_value
 
 __all__ = ["TokenizeResult", "TokenServiceError", "tokenize_values", "detokenize_values", "detokenize_pairs",
            "read_stored_tokens", "read_tokens_once", "delete_bfid", "check_access_mode", "verify_bfid",
-           "detokenize_verified", "revoked_scopes", "template_for", "READ_WINDOW_SECONDS", "REVOCATION_CACHE_SECONDS", "reset_caches"]
+           "detokenize_verified", "revoked_scopes", "scope_owners", "gateway_read", "GatewayRead", "template_for", "READ_WINDOW_SECONDS", "REVOCATION_CACHE_SECONDS", "reset_caches"]
 
 #: The gateway's read-and-detokenize window (spec Limits: one hour from data capture).
 READ_WINDOW_SECONDS = 3600
 #: How long a container trusts a "not deleted" answer of the revocation lookup (the deletion bound,
 #: docs/integrators/tokenization.md).
 REVOCATION_CACHE_SECONDS = 1.0
-_not_revoked: TTLCache[bool] = TTLCache(REVOCATION_CACHE_SECONDS, max_items=4096)
+#: scope -> (its owner account or None,) of a scope not deleted (the scope record's other answer, issue 27).
+_not_revoked: TTLCache[tuple[str | None]] = TTLCache(REVOCATION_CACHE_SECONDS, max_items=4096)
 _revoked: TTLCache[bool] = TTLCache(3600.0, max_items=4096)  # a revocation is permanent
 _log = get_logger("tokens")
 
@@ -138,16 +163,20 @@ def _deleted() -> TokenServiceError:
     return TokenServiceError("The bfid was deleted.", code=BFID_DELETED)
 
 
-def _check_revocation(scope: str) -> None:
-    """3017 when the scope has a revocation record (module docstring: one GetItem, or a cached answer)."""
+def _check_revocation(scope: str) -> str | None:
+    """3017 when the scope was deleted (module docstring: one GetItem of its scope record, or a cached answer);
+    else the account the scope is bound to (None: unbound)."""
     if _revoked.get(scope):
         raise _deleted()
-    if _not_revoked.get(scope):
-        return
-    if token_store.is_revoked(scope):
+    hit = _not_revoked.get(scope)
+    if hit is not None:
+        return hit[0]
+    record = token_store.scope_record(scope)
+    if record.revoked:
         _revoked.put(scope, True)
         raise _deleted()
-    _not_revoked.put(scope, True)
+    _not_revoked.put(scope, (record.owner_account,))
+    return record.owner_account
 
 
 # ---------------------------------------------------------------------------------------------- helpers
@@ -276,7 +305,8 @@ def check_access_mode(partner_id: str, stored: StoredTemplate) -> None:
 
 
 def tokenize_values(partner_id: str, template_ref: str, values: list[tuple[str, str]], *, bfid: str | None = None,
-                    store: bool = True, readable: bool = False, log: bool = True) -> TokenizeResult:
+                    store: bool = True, readable: bool = False, log: bool = True,
+                    owner: Owner | None = None) -> TokenizeResult:
     """Tokenize ``values`` (``(field name, clear value)`` pairs) with the partner's template ``template_ref``.
 
     Without ``bfid`` a new bfid is issued under the partner's current key and the template's latest version,
@@ -290,6 +320,12 @@ def tokenize_values(partner_id: str, template_ref: str, values: list[tuple[str, 
     :data:`READ_WINDOW_SECONDS` by :func:`read_stored_tokens` (one DynamoDB write); ``readable`` also lets the
     partner's :func:`read_tokens_once` fetch them (tokenize with ``omit``). ``log=False``: no log line and no
     metric (a batch writes one for all its items).
+
+    ``owner`` (issue 27): the use policy the stored tokens carry (:class:`~vaultcore.tokens.policy.Owner`), written
+    with them (and, when durable, to the scope record first). A CVV (:data:`~vaultcore.tokens.policy.CVV_FIELDS`)
+    is accepted only by a stored capture with an owner (an iFrame capture; 3046 for any other call: no tokenize,
+    batch or proxy answer carries a CVV token), and enciphered under a random per-capture salt kept in its Tokens
+    item until its first read removes it.
     """
     pairs = _pairs(values)
     if bfid is None:
@@ -304,15 +340,20 @@ def tokenize_values(partner_id: str, template_ref: str, values: list[tuple[str, 
     fields = [(_field(stored.template, name), value) for name, value in pairs]
     for f, value in fields:
         _check(f, value)
+    has_cvv = any(is_cvv(f.name) for f, _ in fields)
+    if has_cvv and (owner is None or not store):
+        raise cvv_refused()
     now = int(clock.now())
     if info is None:
         keys = token_keys.current_keys(partner_id)
         info = draft_bfid(keys.version, stored.bfid_field, partner_id, issued_at=now)
     assert keys is not None
     tokens: dict[str, str] = {}
+    salt = new_cvv_salt() if has_cvv else None
     for f, value in fields:
+        scope = cvv_scope(info.scope, salt) if salt is not None and is_cvv(f.name) else info.scope
         try:
-            tokens[f.name] = tokenize_value(keys.ff1_key, info.scope, f, value, bfid_version=info.version)
+            tokens[f.name] = tokenize_value(keys.ff1_key, scope, f, value, bfid_version=info.version)
         except TokenError as exc:
             raise _engine_error(exc) from None
     if info.version >= TAGGED_VERSION:
@@ -327,20 +368,27 @@ def tokenize_values(partner_id: str, template_ref: str, values: list[tuple[str, 
     if store:
         # Rounded up, so the read window is never shorter than the hour (the clock has sub-second precision).
         expires_at = math.ceil(clock.now()) + READ_WINDOW_SECONDS
+        policy = owner.item_attributes() if owner is not None else {}
+        if salt is not None:
+            policy[CVV_SALT] = salt  # a stored capture with an owner (checked above): removed by the first read
+        if owner is not None and owner.durable:
+            token_store.put_scope_owner(info.scope, partner_id, owner.account_id, now)  # before any token exists
         token_store.put_tokens(info.scope, partner_id, stored.template_ref, stored.version, keys.version, tokens, now,
-                               expires_at, readable=readable)
+                               expires_at, readable=readable, policy=policy)
     if log:
         _log.info("values tokenized", extra={"partner_id": partner_id, "count": len(tokens), "event": "tokenize"})
         metrics.values_tokenized(len(tokens))
     return TokenizeResult(bfid, tokens, stored.template_ref, stored.version, keys.version)
 
 
-def detokenize_values(partner_id: str, bfid: str, tokens: dict[str, str]) -> dict[str, str]:
+def detokenize_values(partner_id: str, bfid: str, tokens: dict[str, str], *, actor: Actor = PARTNER
+                      ) -> dict[str, str]:
     """Clear values of ``tokens`` (field name → token) made under ``bfid``, per the bfid's template version.
 
     The bfid is verified first (3010). Then, per field: not in the template 3002, irreversible 3012, outside
     its active window 3013, malformed token 3003/3004, and (version-2 and -3 bfids) a token the bfid holds no matching
-    tag for 3015, checked before FF1 is inverted. An empty ``tokens`` returns ``{}`` (after verifying).
+    tag for 3015, checked before FF1 is inverted; then the use policy for ``actor`` (3046 a CVV, 3045 a bound
+    tokenization outside its account's gateway). An empty ``tokens`` returns ``{}`` (after verifying).
     One field at most once: :func:`detokenize_pairs` takes any number of tokens per field.
     """
     info, keys, stored = _verify(partner_id, bfid)
@@ -348,11 +396,12 @@ def detokenize_values(partner_id: str, bfid: str, tokens: dict[str, str]) -> dic
         raise TokenServiceError("tokens must map field names to tokens.", code=VALUES_ENTRY)
     names = list(tokens)
     clear = _detokenize_verified(partner_id, info, keys, stored, list(tokens.items()),
-                                 "tokens must map field names to tokens.")
+                                 "tokens must map field names to tokens.", actor=actor)
     return dict(zip(names, clear, strict=True))
 
 
-def detokenize_pairs(partner_id: str, bfid: str, pairs: Iterable[tuple[str, str]]) -> list[str]:
+def detokenize_pairs(partner_id: str, bfid: str, pairs: Iterable[tuple[str, str]], *, actor: Actor = PARTNER
+                     ) -> list[str]:
     """Clear values of ``pairs`` (``(field name, token)``, a field any number of times), in their order.
 
     The batch form of :func:`detokenize_values`, with its checks and codes: the bfid is verified once (3010), then
@@ -368,23 +417,26 @@ def detokenize_pairs(partner_id: str, bfid: str, pairs: Iterable[tuple[str, str]
         items: list[object] = list(pairs)
     except TypeError:
         raise TokenServiceError(message, code=VALUES_ENTRY) from None
-    return _detokenize_verified(partner_id, info, keys, stored, items, message)
+    return _detokenize_verified(partner_id, info, keys, stored, items, message, actor=actor)
 
 
 def detokenize_verified(partner_id: str, verified: tuple[BfidInfo, token_keys.TokenKeys, StoredTemplate],
-                        pairs: list[tuple[str, str]], *, revocation: bool = True, log: bool = True) -> list[str]:
+                        pairs: list[tuple[str, str]], *, revocation: bool = True, log: bool = True,
+                        actor: Actor = PARTNER, owner: str | None = None) -> list[str]:
     """The secure API's detokenization of ``pairs`` under a bfid :func:`verify_bfid` verified (whose access mode
     the caller checked): the checks and codes of :func:`detokenize_pairs`; ``revocation=False`` when the caller
-    looked the bfid up itself (a batch: :func:`revoked_scopes`)."""
+    looked the bfid up itself (a batch: :func:`scope_owners`, whose answer is ``owner``)."""
     info, keys, stored = verified
     return _detokenize_verified(partner_id, info, keys, stored, list(pairs),
-                                "values must be a list of name and token pairs.", revocation=revocation, log=log)
+                                "values must be a list of name and token pairs.", revocation=revocation, log=log,
+                                actor=actor, owner=owner)
 
 
 def _detokenize_verified(partner_id: str, info: BfidInfo, keys: token_keys.TokenKeys, stored: StoredTemplate,
-                         items: list[object], message: str, *, revocation: bool = True, log: bool = True
-                         ) -> list[str]:
-    """Check every ``(name, token)`` of ``items`` under the verified bfid ``info``, then invert FF1 for each."""
+                         items: list[object], message: str, *, actor: Actor, revocation: bool = True,
+                         log: bool = True, owner: str | None = None) -> list[str]:
+    """Check every ``(name, token)`` of ``items`` under the verified bfid ``info`` and the use policy for
+    ``actor`` (the one place detokenization checks it), then invert FF1 for each."""
     now = clock.now()
     template = stored.template
     fields: dict[str, tuple[TemplateField, int]] = {}
@@ -400,6 +452,8 @@ def _detokenize_verified(partner_id: str, info: BfidInfo, keys: token_keys.Token
             f = _field(template, name)
             known = fields[name] = (f, _field_index(template, name))
         f, index = known
+        if is_cvv(name):
+            raise cvv_refused(name)  # never detokenized from a token (policy module): before any lookup
         if (name, token) not in vouched:
             try:
                 check_token(f, token, issued_at=info.issued_at, now=now)
@@ -411,7 +465,9 @@ def _detokenize_verified(partner_id: str, info: BfidInfo, keys: token_keys.Token
         checked.append((f, token))
     # Every token is checked before FF1 runs for any of them: one refused token and no clear value is made.
     if revocation:
-        _check_revocation(info.scope)  # a deleted bfid: 3017 (one GetItem, or the container's short answer)
+        # a deleted bfid: 3017; and the account it is bound to (one GetItem, or the container's short answer)
+        owner = _check_revocation(info.scope)
+    check_clear(owner, actor, [f.name for f, _ in checked])
     clear: dict[tuple[str, str], str] = {}
     out: list[str] = []
     for f, token in checked:
@@ -429,23 +485,117 @@ def _detokenize_verified(partner_id: str, info: BfidInfo, keys: token_keys.Token
     return out
 
 
-def read_stored_tokens(partner_id: str, bfid: str) -> dict[str, str]:
-    """The tokens stored under ``bfid`` (field name → token), within the one-hour read window.
+def _window_passed() -> TokenServiceError:
+    return TokenServiceError("Nothing is stored under this bfid, or its one-hour read window has passed.",
+                             code=READ_WINDOW)
 
-    The bfid is verified first (3010). Nothing stored, another partner's item, or an item whose ``expiresAt``
-    has passed (DynamoDB deletes expired items lazily, so the attribute is checked here) → 3011. The item is the
-    bfid's scope's: of its tokens, only those the bfid vouches for are returned (an extended bfid's item also
-    holds the tokens added under the extension).
-    """
-    info, keys, stored = _verify(partner_id, bfid, revocation=True)
-    item = token_store.get_token_item(info.scope)
+
+def _live_item(scope: str, partner_id: str, now: float) -> dict[str, Any]:
+    """The Tokens item of ``scope``: the partner's and within its read window (DynamoDB deletes expired items
+    lazily, so ``expiresAt`` is checked here), else 3011."""
+    item = token_store.get_token_item(scope)
     expires_at = item.get("expiresAt") if item is not None else None
-    if (item is None or item.get("partnerId") != partner_id or not isinstance(expires_at, int | float)
-            or expires_at <= clock.now()):
-        raise TokenServiceError("Nothing is stored under this bfid, or its one-hour read window has passed.",
-                                code=READ_WINDOW)
+    if item is None or item.get("partnerId") != partner_id or not isinstance(expires_at, int | float) \
+            or expires_at <= now:
+        raise _window_passed()
+    return item
+
+
+def _vouched(keys: token_keys.TokenKeys, info: BfidInfo, stored: StoredTemplate, item: dict[str, Any]
+             ) -> dict[str, str]:
+    """The item's tokens the bfid vouches for (an extended bfid's item also holds the extension's tokens)."""
     return {name: token for name, token in token_store.stored_tokens(item).items()
             if name in stored.template and _issued(keys, info, stored.template, name, token)}
+
+
+def read_stored_tokens(partner_id: str, bfid: str, *, actor: Actor = PARTNER) -> dict[str, str]:
+    """The tokens stored under ``bfid`` (field name → token), within the one-hour read window, never a CVV's.
+
+    The bfid is verified first (3010). Nothing stored, another partner's item, or an item whose ``expiresAt``
+    has passed → 3011. The use policy (issue 27): a bound tokenization is read only by its account's gateway, a
+    once-only or consumed one only by :func:`gateway_read` (3045). Of the item's tokens, only those the bfid
+    vouches for are returned.
+    """
+    info, keys, stored = _verify(partner_id, bfid, revocation=True)
+    item = _live_item(info.scope, partner_id, clock.now())
+    check_clear(owner_of_item(item), actor, [])
+    if item.get("uses") == "once" or item.get("gateway_read_by") is not None:
+        raise PolicyRefused("used")
+    return {n: t for n, t in _vouched(keys, info, stored, item).items() if not is_cvv(n)}
+
+
+@dataclass(frozen=True)
+class GatewayRead:
+    """What the gateway's read step yields: the tokens it may keep with the transaction (never a CVV's) and the
+    clear values of the payment (with the CVV only when this read consumed an iFrame capture that took one)."""
+
+    tokens: dict[str, str] = field(repr=False)
+    clear: dict[str, str] = field(repr=False)
+
+
+def gateway_read(partner_id: str, bfid: str, *, account_id: str, reader: str, custom_id: str | None = None,
+                 method: str | None = None, consume: bool = False) -> GatewayRead:
+    """The gateway's read step for ``account_id``: ``etoken=`` (``consume``) and ``bfid=`` alone, one policy.
+
+    The bfid is verified (3010, deleted 3017). ``consume``, or a once-only item (an iFrame eToken, whatever
+    parameter carries it): one conditional UpdateItem (:func:`vaultcore.store.tokens.use_item`) marks the item read
+    by ``reader`` (the request's id: its own retry passes) and removes the CVV's token and salt in the same write,
+    on condition of the owner (account; ``custom_id`` and tender when given) — so an eToken is used once, by its
+    account, through either parameter. Otherwise one GetItem: the owner account is checked and a consumed item
+    refused. Refusals: gone, expired or another partner's 3011; :class:`~vaultcore.tokens.errors.PolicyRefused`
+    (3045) with ``reason`` ``account``, ``custom_id``, ``method`` or ``used``; a refused request consumes nothing.
+    Then the tokens are detokenized for the account (:func:`_detokenize_verified`'s policy check); the CVV only
+    with the salt this read removed.
+    """
+    info, keys, stored = _verify(partner_id, bfid, revocation=True)
+    now = clock.now()
+    if not consume:
+        item = _live_item(info.scope, partner_id, now)
+        if owner_of_item(item) not in (None, account_id):
+            raise PolicyRefused("account")
+        if item.get("gateway_read_by") not in (None, reader):
+            raise PolicyRefused("used")
+        consume = item.get("uses") == "once" or "iframe_account" in item
+    if consume:
+        remove = (*(token_store.TOKEN_PREFIX + n for n in sorted(CVV_FIELDS)), CVV_SALT)
+        used = token_store.use_item(info.scope, partner_id, reader, int(now), account_id=account_id,
+                                    custom_id=custom_id, method=method, remove=remove)
+        if used is None:
+            _use_refusal(info.scope, partner_id, account_id, custom_id, method, now)
+        item = used or {}
+    tokens = _vouched(keys, info, stored, item)
+    cvv = {n: tokens.pop(n) for n in list(tokens) if is_cvv(n)}
+    names = list(tokens)
+    clear = dict(zip(names, _detokenize_verified(partner_id, info, keys, stored, list(tokens.items()),
+                                                 "tokens must map field names to tokens.",
+                                                 actor=gateway_actor(account_id)), strict=True))
+    if consume:
+        for name, token in cvv.items():  # the first authorization of the capture: the CVV, this once
+            salt = item.get(CVV_SALT)
+            scope = cvv_scope(info.scope, salt) if isinstance(salt, str) else info.scope  # pre-issue-27 items
+            try:
+                clear[name] = detokenize_value(keys.ff1_key, scope, _field(stored.template, name), token,
+                                               issued_at=info.issued_at, now=now, bfid_version=info.version)
+            except TokenError as exc:
+                raise _engine_error(exc) from None
+    return GatewayRead(tokens, clear)
+
+
+def _use_refusal(scope: str, partner_id: str, account_id: str, custom_id: str | None, method: str | None,
+                 now: float) -> None:
+    """Why :func:`vaultcore.store.tokens.use_item`'s condition failed (one consistent read of the item)."""
+    item = _live_item(scope, partner_id, now)
+    if owner_of_item(item) not in (None, account_id):
+        raise PolicyRefused("account")
+    bound_custom_id = item.get("owner_custom_id", item.get("iframe_custom_id"))
+    if custom_id is not None and bound_custom_id not in (None, custom_id):
+        raise PolicyRefused("custom_id")
+    bound_method = item.get("owner_method", item.get("iframe_method"))
+    if method is not None and bound_method not in (None, method):
+        exc = PolicyRefused("method")
+        exc.method = str(bound_method)  # type: ignore[attr-defined]
+        raise exc
+    raise PolicyRefused("used")
 
 
 def read_tokens_once(partner_id: str, bfid: str, read_id: str) -> dict[str, str]:
@@ -479,8 +629,7 @@ def read_tokens_once(partner_id: str, bfid: str, read_id: str) -> dict[str, str]
         raise TokenServiceError("Nothing is stored under this bfid, or its one-hour read window has passed.",
                                 code=READ_WINDOW)  # the condition failed for a reason the item no longer shows
     _log.info("tokens read", extra={"partner_id": partner_id, "event": "read"})
-    return {name: token for name, token in token_store.stored_tokens(item).items()
-            if name in stored.template and _issued(keys, info, stored.template, name, token)}
+    return {n: t for n, t in _vouched(keys, info, stored, item).items() if not is_cvv(n)}  # never a CVV's token
 
 
 def delete_bfid(partner_id: str, bfid: str) -> None:
@@ -494,11 +643,30 @@ def delete_bfid(partner_id: str, bfid: str) -> None:
     _log.info("bfid deleted", extra={"partner_id": partner_id, "event": "delete"})
 
 
-def revoked_scopes(scopes: set[str]) -> set[str]:
-    """The deleted scopes among ``scopes`` (a batch's one lookup: BatchGetItem, 100 keys a call)."""
-    known = {s for s in scopes if _revoked.get(s)}
-    unknown = {s for s in scopes - known if not _not_revoked.get(s)}
-    found = token_store.revoked_among(unknown) if unknown else set()
+def scope_owners(scopes: set[str]) -> tuple[set[str], dict[str, str | None]]:
+    """The deleted scopes among ``scopes``, and the owner account (None: unbound) of each other one: a batch's one
+    lookup of the scope records (BatchGetItem, 100 keys a call), cached like :func:`_check_revocation`'s."""
+    deleted = {s for s in scopes if _revoked.get(s)}
+    owners: dict[str, str | None] = {}
+    unknown = set()
+    for s in scopes - deleted:
+        hit = _not_revoked.get(s)
+        if hit is None:
+            unknown.add(s)
+        else:
+            owners[s] = hit[0]
+    found = token_store.scope_records_among(unknown) if unknown else {}
     for s in unknown:
-        (_revoked if s in found else _not_revoked).put(s, True)
-    return known | found
+        record = found.get(s, token_store.ScopeRecord())
+        if record.revoked:
+            _revoked.put(s, True)
+            deleted.add(s)
+        else:
+            _not_revoked.put(s, (record.owner_account,))
+            owners[s] = record.owner_account
+    return deleted, owners
+
+
+def revoked_scopes(scopes: set[str]) -> set[str]:
+    """The deleted scopes among ``scopes`` (:func:`scope_owners`)."""
+    return scope_owners(scopes)[0]

@@ -12,7 +12,11 @@ A template (``templateRef``, optional ``name``, ``fields``) lists fields; each f
 * ``active``: ``{from?, to?}``, ISO-8601 durations after tokenization (the bfid's issue time) outside which
   detokenization is refused; ``from`` inclusive, ``to`` exclusive;
 * ``minLength`` / ``maxLength``: the allowed length of the value and of its token (tokens keep the length of the
-  value); defaults per type in :data:`DEFAULT_LENGTHS`.
+  value); defaults per type in :data:`DEFAULT_LENGTHS`;
+* ``luhnValidTokens`` (issue 27; ``card`` fields that hold a card number only, default false): card-number tokens
+  fail the Luhn check, so that a DLP scan tells a token from a PAN (PCI SSC tokenization guidelines); ``true`` asks
+  for Luhn-valid tokens where a downstream system insists. Either way a token keeps the value's format, BIN and
+  last four (:mod:`vaultcore.tokens.engine`, "Card numbers").
 
 Characters outside the alphabet: for ``email``, ``address`` and ``field`` every printable character outside the
 alphabet passes through unchanged (``@``, ``.``, ``-``, spaces, accented letters); the other types accept only the
@@ -278,6 +282,7 @@ class TemplateField:
     active: ActiveWindow | None = None
     min_length: int | None = None
     max_length: int | None = None
+    luhn_valid_tokens: bool = False
     _alphabet: Alphabet = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -303,6 +308,8 @@ class TemplateField:
         object.__setattr__(self, "_alphabet", ALPHABETS[alphabet])
         if not isinstance(self.irreversible, bool):
             raise TemplateError(f"{where}: irreversible must be true or false")
+        if not isinstance(self.luhn_valid_tokens, bool):
+            raise TemplateError(f"{where}: luhnValidTokens must be true or false")
         if self.active is not None and not isinstance(self.active, ActiveWindow):
             raise TemplateError(f"{where}: active must be an ActiveWindow")
         lo_default, hi_default = DEFAULT_LENGTHS[self.type]
@@ -330,6 +337,15 @@ class TemplateField:
                 f"(at least {MIN_TOKEN_DOMAIN} possible values). Raise minLength to {head + tail + need} or choose "
                 f"a format that keeps fewer characters"
             )
+        if self.luhn_valid_tokens and not self.card_number:
+            raise TemplateError(f"{where}: luhnValidTokens applies to card number fields only (type card, "
+                                f"alphabet CARD10, maxLength 12 or more)")
+
+    @property
+    def card_number(self) -> bool:
+        """Whether the field holds card numbers (type ``card``, ``CARD10``, ``maxLength`` of 12 or more: the rule of
+        :mod:`vaultcore.tokens.validation`); their tokens follow the Luhn rule of the engine."""
+        return self.type == FieldType.CARD and self.alphabet == "CARD10" and (self.max_length or 0) >= 12
 
     @property
     def charset(self) -> Alphabet:
@@ -366,6 +382,8 @@ class TemplateField:
         }
         if self.active is not None:
             out["active"] = self.active.to_dict()
+        if self.luhn_valid_tokens:  # stored templates of before issue 27 keep their exact form
+            out["luhnValidTokens"] = True
         return out
 
     @classmethod
@@ -393,10 +411,12 @@ class TemplateField:
             active=None if active is None else ActiveWindow.from_dict(active),
             min_length=data.get("minLength"),
             max_length=data.get("maxLength"),
+            luhn_valid_tokens=data.get("luhnValidTokens", False),
         )
 
 
-_FIELD_KEYS = frozenset({"name", "type", "format", "alphabet", "irreversible", "active", "minLength", "maxLength"})
+_FIELD_KEYS = frozenset({"name", "type", "format", "alphabet", "irreversible", "active", "minLength", "maxLength",
+                         "luhnValidTokens"})
 
 
 def _min_chars(radix: int) -> int:
