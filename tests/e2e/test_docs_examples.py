@@ -37,6 +37,7 @@ NOT_RUN = {
     ("local.md", "make invoke FN=PostbackFunction"): "local.invoke reads the repository's own .local; "
                                                    "tests/e2e/test_events_e2e.py runs every event through it",
     ("operators/deploying.md", "make sam-build"): "deploys to AWS",
+    ("operators/capacity.md", "GatewayApiReservedConcurrency=250"): "deploys to AWS",
     ("operators/deploying.md", "GatewayApiReservedConcurrency=150"): "deploys to AWS",
     ("operators/deploying.md", "SnapStart=true"): "deploys to AWS",
     ("operators/onboarding.md", "aws cloudformation describe-stacks"): "reads a deployed stack; the rehearsal "
