@@ -28,8 +28,6 @@ OWNED_ELSEWHERE = {"integrators/clients.md"}  # its examples are tested with the
 # (page, a text of the block) -> why the block does not run here
 NOT_RUN = {
     ("design/api-contracts.md", "-m local.contracts"): "rewrites openapi/*.json in the repository",
-    ("integrators/gateway.md", "token_id=<transaction_id of the authorization>"):
-        "a tour of the request forms with placeholders (ids of earlier answers); the other blocks run",
     ("integrators/iframe.md", 'etoken="$ETOKEN"'): "the eToken comes from the browser (tests/e2e/test_iframe_browser.py)",
     ("integrators/wallets.md", "local.wallet_sandbox --configure"): "tests/e2e/test_wallet_readme_e2e.py runs it",
     ("integrators/wallets.md", '/admin/v1/accounts/$A/wallet"'): "tests/e2e/test_wallet_readme_e2e.py runs it",
@@ -53,7 +51,13 @@ EXPECT = {
     "integrators/parser.md": ['"reference": "swipe-1"', '"PAN": "4761739001010010"', '"Surname": "SMITH"'],
     "integrators/tokenization.md": ['"deleted": true', '"status": "ok"', '"detokenize": true',
                                     '"value": "4242424242424242"', '"succeeded": 1', '"errCode": 3003'],
-    "integrators/gateway.md": ['"authorization_message": "REFUND"', '"error_code": 410',
+    "integrators/gateway.md": ['"authorization_message": "CAPTURED", "request_amount": 35.0',
+                               '"vault_token_card_number": "424242',
+                               '"authorization_message": "APPROVED", "request_amount": 5.0, "transaction_amount": 5.0',
+                               '"request_amount": 6.0, "transaction_amount": 6.0',
+                               '"request_amount": 71.0, "transaction_amount": 71.0',
+                               '"custom_id": "iframe-session-1", "error": false',
+                               '"authorization_message": "REFUND"', '"error_code": 410',
                                '"authorization_message": "CREDIT"', '"entry_mode": "swiped"',
                                '"first_name": "JOHN"'],
     "integrators/webhooks.md": ['"postback_url": "http://127.0.0.1:', '"transaction_type":"SALE"', "signature ok",
