@@ -108,7 +108,9 @@ test: venv
 # CPU-burning process beside it, then the files that once depended on the machine's speed or the clock, RUNS times
 # (20 by default), still beside the burner.
 STABILITY_FILES := tests/unit/test_proxy_budget.py tests/unit/test_proxy_pathwalk.py tests/unit/test_safe_regex.py \
-	tests/integration/test_gateway.py::test_reporting_by_date_range_with_paging
+	tests/unit/test_payloads.py tests/unit/test_safe_http.py \
+	tests/integration/test_gateway.py::test_reporting_by_date_range_with_paging \
+	tests/integration/test_exactly_once.py
 RUNS ?= 20
 test-stability: venv
 	@$(PY) -c "while True: pass" & burner=$$!; \
