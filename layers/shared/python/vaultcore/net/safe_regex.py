@@ -324,7 +324,13 @@ def _render(spec: tuple[str, str, str], length: int) -> str:
 
 
 def _timed_search(compiled: Any, text: str, timeout: float) -> float | None:
-    """Seconds one search took, or None when it hit ``timeout``. Charges the configuration's probing budget."""
+    """CPU seconds one search took on this thread, or None when it hit ``timeout`` (wall time, the engine's).
+    Charges the configuration's probing budget.
+
+    CPU time, not wall time, ranks the screen probes: on a loaded machine the wall time of a fast probe can
+    exceed that of the adversarial one, which then was not among the probes confirmed at full size, and a
+    polynomial pattern was accepted (seen beside a CPU burner, issue 26). The ``regex`` engine holds the GIL
+    during a search, so this thread's CPU time is the search's own work."""
     shared = _probe_budget.get()
     limit = timeout
     if shared is not None:
@@ -332,7 +338,7 @@ def _timed_search(compiled: Any, text: str, timeout: float) -> float | None:
         if left <= 0:
             raise _CheckBudgetSpent
         limit = min(timeout, left)
-    started = time.monotonic()
+    started = time.thread_time()
     try:
         if shared is None:
             compiled.search(text, timeout=limit)
@@ -343,7 +349,7 @@ def _timed_search(compiled: Any, text: str, timeout: float) -> float | None:
         if limit < timeout:
             raise _CheckBudgetSpent from None
         return None
-    return time.monotonic() - started
+    return time.thread_time() - started
 
 
 def _size(length: int) -> str:
