@@ -67,6 +67,20 @@ def budget_clock(monkeypatch):
 
 
 @pytest.fixture
+def frozen_clock(monkeypatch) -> float:
+    """The platform's clock (vaultcore.clock) stands still at the current second; ``clock.set_offset`` still moves
+    it. For tests whose verdict turns on a window edge ("61 s in the future"): on a loaded machine real time
+    passing between building a request and its check moved it inside the window (issue 26)."""
+    import types
+
+    from vaultcore import clock
+
+    fixed = float(int(clock.time.time()))
+    monkeypatch.setattr(clock, "time", types.SimpleNamespace(time=lambda: fixed))
+    return fixed
+
+
+@pytest.fixture
 def platform(monkeypatch):
     """Every table, queue and key of template.yaml in an in-process moto, and the handlers loaded from it."""
     from moto import mock_aws
