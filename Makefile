@@ -110,6 +110,7 @@ test: venv
 STABILITY_FILES := tests/unit/test_proxy_budget.py tests/unit/test_proxy_pathwalk.py tests/unit/test_safe_regex.py \
 	tests/unit/test_payloads.py tests/unit/test_safe_http.py \
 	tests/integration/test_gateway.py::test_reporting_by_date_range_with_paging \
+	tests/integration/test_gateway.py::test_hash_authentication tests/integration/test_gateway_auth_guard.py \
 	tests/integration/test_exactly_once.py
 RUNS ?= 20
 test-stability: venv
