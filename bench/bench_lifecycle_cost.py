@@ -33,12 +33,13 @@ OPERATIONS = ("SALE", "AUTHORIZATION", "CAPTURE", "REFUND partial", "REFUND full
               "CREDIT approved", "CREDIT declined")
 
 
-def _previous_tree(directory: Path) -> Path:
+def _previous_tree(directory: Path, commit: str = PREVIOUS_COMMIT, extra: tuple[str, ...] = ()) -> Path:
+    """``commit``'s layer, functions, runner and the test helpers a measurement imports, extracted in ``directory``."""
     archive = directory / "tree.tar"
     with open(archive, "wb") as out:
-        subprocess.run(["git", "archive", PREVIOUS_COMMIT, "layers/shared/python", "functions", "local", "template.yaml",
+        subprocess.run(["git", "archive", commit, "layers/shared/python", "functions", "local", "template.yaml",
                         "bench/__init__.py", "bench/common.py", "tests/__init__.py", "tests/aws_calls.py",
-                        "tests/helpers.py", "tests/conftest.py"], cwd=ROOT, check=True, stdout=out)
+                        "tests/helpers.py", "tests/conftest.py", *extra], cwd=ROOT, check=True, stdout=out)
     with tarfile.open(archive) as tar:
         tar.extractall(directory, filter="data")
     return directory / "layers" / "shared" / "python"
@@ -58,8 +59,8 @@ def _units(params: list[tuple[str, dict[str, Any]]]) -> tuple[float, float]:
     return writes, reads
 
 
-def measure(layer: str, endpoint: str) -> dict:
-    """Runs in a fresh interpreter: ``python bench/bench_lifecycle_cost.py --measure <layer> <endpoint>``."""
+def start_platform(layer: str, endpoint: str) -> Any:
+    """In a measuring interpreter: ``layer`` first on the path, the AWS endpoint set, a platform with its resources."""
     sys.path.insert(0, layer)
     os.environ.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
                        "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
@@ -67,12 +68,19 @@ def measure(layer: str, endpoint: str) -> dict:
     os.environ.pop("VAULT_AWS_SDK", None)
     import vaultcore
     from local.runner import Platform
-    from tests.aws_calls import AwsCalls
-    from tests.helpers import admin, api_event
 
     assert str(Path(vaultcore.__file__).resolve()).startswith(str(Path(layer).resolve())), vaultcore.__file__
     platform = Platform("cert")
     platform.create_resources()
+    return platform
+
+
+def measure(layer: str, endpoint: str) -> dict:
+    """Runs in a fresh interpreter: ``python bench/bench_lifecycle_cost.py --measure <layer> <endpoint>``."""
+    platform = start_platform(layer, endpoint)
+    from tests.aws_calls import AwsCalls
+    from tests.helpers import admin, api_event
+
     _, account = admin(platform, "POST", "/admin/v1/accounts",
                        {"options": {"credit": True}, "postback_url": "http://127.0.0.1:9/postbacks"})
     creds = {"account_id": account["account_id"], "api_accesskey": account["api_accesskey"]}
@@ -134,29 +142,35 @@ def measure(layer: str, endpoint: str) -> dict:
     return out
 
 
-def _child(layer: Path, endpoint: str) -> dict:
+def _child(layer: Path, endpoint: str, script: str = __file__) -> dict:
+    """``script --measure <layer> <endpoint>`` in a fresh interpreter in ``layer``'s tree: its last line, as JSON."""
     tree = layer.parents[2]
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("AWS_")}, "PYTHONPATH": str(tree)}
-    out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--measure", str(layer), endpoint],
+    out = subprocess.run([sys.executable, str(Path(script).resolve()), "--measure", str(layer), endpoint],
                          cwd=tree, env=env, capture_output=True, text=True)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-2000:])
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def main() -> dict:
+def compare(script: str, previous: Path, operations: tuple[str, ...]) -> dict:
+    """``script``'s measurement with this tree's layer and with ``previous``, each against a fresh moto server
+    (equal table sizes): ``{operation: {"now": ..., "previous": ...}}``."""
     from tests.faults.moto_server import MotoProcess
 
+    figures: dict[str, dict] = {}
+    for name, layer in (("now", ROOT / "layers" / "shared" / "python"), ("previous", previous)):
+        server = MotoProcess()
+        try:
+            figures[name] = _child(layer, server.url, script)
+        finally:
+            server.stop()
+    return {op: {"now": figures["now"][op], "previous": figures["previous"][op]} for op in operations}
+
+
+def main() -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-lifecycle-cost-") as tmp:
-        previous = _previous_tree(Path(tmp))
-        figures: dict[str, dict] = {}
-        for name, layer in (("now", ROOT / "layers" / "shared" / "python"), ("previous", previous)):
-            server = MotoProcess()  # a fresh moto per version: equal table sizes
-            try:
-                figures[name] = _child(layer, server.url)
-            finally:
-                server.stop()
-    result = {op: {"now": figures["now"][op], "previous": figures["previous"][op]} for op in OPERATIONS}
+        result = compare(__file__, _previous_tree(Path(tmp)), OPERATIONS)
     print(json.dumps({"bench_lifecycle_cost": result, "previous_commit": PREVIOUS_COMMIT, "rounds": ROUNDS},
                      indent=2))
     return result

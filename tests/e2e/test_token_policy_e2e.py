@@ -24,9 +24,9 @@ CVV_NAME = "vault_token_card_verification"
 
 
 class Account:
-    def __init__(self, runner, partner: dict) -> None:
+    def __init__(self, runner, partner: dict, **settings) -> None:
         status, account = admin(runner.base_url, "POST", "/admin/v1/accounts", {
-            "partnerId": partner["partnerId"], "options": {"token_payments": True, "tokenization": True}})
+            "partnerId": partner["partnerId"], "options": {"token_payments": True, "tokenization": True}, **settings})
         assert status == 201, account
         self.runner, self.id, self.key = runner, account["account_id"], account["api_accesskey"]
 
@@ -37,29 +37,32 @@ class Account:
         assert status == 200, body
         return body
 
-    def capture(self, custom_id: str) -> str:
-        """A card captured by this account's payment iFrame (its submission endpoint): the eToken."""
+    def instance(self, custom_id: str, parent: str = "https://shop.example") -> str:
+        """A payment iFrame instance of this account for pages on ``parent``: its bearer token."""
         base = f"{self.runner.base_url}/api/v4/accounts/{self.id}/payment-iframe"
         basic = {"Authorization": "Basic " + base64.b64encode(f"{self.id}:{self.key}".encode()).decode()}
-        status, config = post_json(base, {"label": "Checkout", "allowedParentDomains": ["https://shop.example"]},
-                                   basic)
+        status, config = post_json(base, {"label": "Checkout", "allowedParentDomains": [parent]}, basic)
         assert status == 201, config
         status, instance = post_json(f"{base}/{config['id']}/instance/init", {"label": "o", "customId": custom_id},
                                      basic)
         assert status == 201, instance
+        return instance["bearerToken"]
+
+    def capture(self, custom_id: str) -> str:
+        """A card captured by this account's payment iFrame (its submission endpoint): the eToken."""
         status, result = post_json(self.runner.base_url + "/iframe/v1/submit", {
             "paymentMethod": "CARD", "cardNumber": CARD, "cardExpiration": "12/30", "cardCvv": CVV},
-            {"Authorization": "Bearer " + instance["bearerToken"]})
+            {"Authorization": "Bearer " + self.instance(custom_id)})
         assert status == 200, result
         return result["eToken"]
 
 
 class World:
-    def __init__(self, runner) -> None:
+    def __init__(self, runner, **shop_settings) -> None:
         self.runner = runner
         self.p, self.q = self._partner("Policy P"), self._partner("Policy Q")
-        self.shop, self.sibling, self.stranger = Account(runner, self.p), Account(runner, self.p), Account(runner,
-                                                                                                            self.q)
+        self.shop = Account(runner, self.p, **shop_settings)
+        self.sibling, self.stranger = Account(runner, self.p), Account(runner, self.q)
 
     def _partner(self, name: str) -> dict:
         base = self.runner.base_url
@@ -117,14 +120,25 @@ def test_a_sibling_a_stranger_and_a_second_use_are_refused_on_every_path(world):
     assert again["transaction_approved"] is True and again.get("cvv2_response") != "M", again
 
 
-def test_bfid_after_etoken_and_the_cvv_token_after_the_authorization(world):
-    etoken = world.shop.capture("e2e-2")
+def cvv_tokens_of(world: World) -> set[str]:
+    """The CVV tokens the tables hold for partner P's captures not yet charged (taken before a charge)."""
     items = [i for i in _tables(world.runner) if "t#" + CVV_NAME in i and "gateway_read_by" not in i
              and i.get("partnerId", {}).get("S") == world.p["partnerId"]]
-    cvv_tokens = {i["t#" + CVV_NAME]["S"] for i in items}
+    return {i["t#" + CVV_NAME]["S"] for i in items}
+
+
+def test_bfid_after_etoken_and_the_cvv_token_after_the_authorization(world):
+    etoken = world.shop.capture("e2e-2")
+    cvv_tokens = cvv_tokens_of(world)
     assert cvv_tokens
     assert world.shop.pay(etoken=etoken, custom_id="e2e-2")["cvv2_response"] == "M"
     assert world.shop.pay(bfid=etoken)["error_code"] == 309
+    assert_cvv_tokens_refused(world, etoken, cvv_tokens)
+
+
+def assert_cvv_tokens_refused(world: World, etoken: str, cvv_tokens: set[str]) -> None:
+    """After the charge: the partner's read has no CVV token; each CVV token is refused by detokenize and by a
+    payment of the stored tokens."""
     status, read = world.api("/api/tokenization/read", {"bfid": etoken})
     assert CVV_NAME not in json.dumps(read)
     for token in cvv_tokens:  # a CVV token taken from the table before the charge: every path refuses it
