@@ -37,9 +37,10 @@ same text (``Invalid account_id``), whatever the cause:
   is accepted once (the Nonces table, as the HMAC scheme's nonces: ``gateway-hash#<account_id>`` / the hash,
   kept until its timestamp is stale).
 
-Every failure counts in the AuthenticationFailures metric (by API and cause) and in the account id's failure
-count (:mod:`vaultcore.store.auth_failures`): at ``AUTH_FAILURE_LIMIT`` failures in a window every attempt on the
-account is refused until the window ends.
+Every failure counts in the AuthenticationFailures metric (by API and cause) and in the failure count of the
+account id from the request's source address (:mod:`vaultcore.store.auth_failures`): at ``AUTH_FAILURE_LIMIT``
+failures in a window every attempt on the account from that address is refused until the window ends; other
+addresses (the merchant's own servers) are not.
 
 Timing does not tell an unknown account from a known one: a failure that made no table read makes a decoy read
 (issue 12), and an account id whose key is not unwrapped (unknown, legacy) costs one KMS Decrypt of a decoy
@@ -336,9 +337,9 @@ def _fail() -> GatewayError:
 def authenticate(variables: dict[str, str], *, now: float) -> Account:
     """The account the request's credentials name; every failure is the same error 102 ``Invalid account_id``.
 
-    Each failure counts: the AuthenticationFailures metric (by API and cause, vaultcore.metrics) and the
-    account id's failure count (vaultcore.store.auth_failures); while that count is at its limit every attempt
-    on the account is refused unchecked (cause ``throttled``). A hash that passes every other check is claimed
+    Each failure counts: the AuthenticationFailures metric (by API and cause, vaultcore.metrics) and the failure
+    count of the account id from this source address (vaultcore.store.auth_failures); while that count is at its
+    limit every attempt on the account from that address is refused (cause ``throttled``). A hash that passes every other check is claimed
     last, in the Nonces table, so that it is accepted once (a forged request cannot burn it).
     """
     account_id = variables.get("account_id")
