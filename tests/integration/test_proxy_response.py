@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 
 import pytest
 
@@ -280,3 +281,24 @@ def test_a_token_store_outage_in_the_response_phase_is_8001_and_the_log_masks_th
     log = _last_log(platform, partner)
     assert log["error"]["code"] == 8001 and json.loads(log["response"]["body"])["card"] == "400005******5556"
     assert PAN not in json.dumps(log)
+
+
+@pytest.mark.parametrize("body, content_type", [
+    ('{"order": 7, "vault_token_card_verification": "834", "cvv": "4321"}', "application/json"),
+    ("order=7&vault_token_card_verification=834&cvv=4321", "application/x-www-form-urlencoded"),
+    ("<o><n>7</n><vault_token_card_verification>834</vault_token_card_verification><cvv>4321</cvv></o>",
+     "application/xml"),
+])
+def test_a_cvv_or_its_token_sent_through_the_proxy_is_never_kept_in_its_log(platform, partner, target, body,
+                                                                            content_type):
+    """No action names them and no mask is configured: the built-in scrubber still masks a CVV-named member, in
+    clear or tokenized, in the stored request and in the echoed response (PCI DSS 3.3.1)."""
+    ref = _create(platform, partner, _doc(target.url + "/echo"))
+    status, _, _ = _call(platform, partner, ref, body, content_type=content_type)
+    assert status == 200
+    assert "834" in str(target.seen[-1]["body"])  # forwarded as sent: no action names it
+    log = _last_log(platform, partner)
+    # the stored bodies hold no id or duration: a digit run is looked for there, bounded by non-digits
+    bodies = log["request"]["body"] + "\n" + log["response"]["body"]
+    assert not re.search(r"(?<!\d)(834|4321)(?!\d)", bodies), bodies
+    assert bodies.count("[REDACTED]") == 4, bodies

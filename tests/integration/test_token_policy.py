@@ -177,6 +177,49 @@ def test_a_gateway_capture_is_read_only_by_its_account(world):
     assert world.shop.pay(bfid=bfid)["transaction_approved"] is True
 
 
+def test_a_gateway_capture_stays_its_accounts_after_the_hour_on_every_path(world):
+    """The binding is sealed in the bfid (version 5), so it holds once the Tokens item is gone, with no record."""
+    from vaultcore.tokens.bfid import OWNER_VERSION, parse_bfid
+    from vaultcore.tokens.keys import current_keys
+
+    sale = world.shop.pay(card_number="4242424242424242", card_expiration="1230", card_verification="123")
+    assert sale["transaction_approved"] is True, sale
+    bfid = _postback_free_bfid(world, sale["transaction_id"])
+    tokens = _stored_tokens(world, sale["transaction_id"])
+    assert "4242424242424242" not in json.dumps(tokens)
+    _delete_tokens_item(bfid)  # after the hour
+    # the sibling account of the same partner: detokenize-only and reissue payments
+    assert world.sibling.pay(bfid=bfid, **tokens)["error_code"] == E.POLICY_REFUSED
+    assert world.sibling.pay(bfid=bfid, reissue="1", **tokens)["error_code"] == E.POLICY_REFUSED
+    # the partner's detokenize, single and batch, and the proxy's action
+    pairs = [{"name": n, "value": t} for n, t in tokens.items()]
+    status, out = world.api("/api/tokenization/detokenize", {"bfid": bfid, "values": pairs})
+    assert status == 403 and out["errCode"] in (3041, 3045), out
+    status, out = world.api("/api/tokenization/batch/detokenize", {"items": [{"bfid": bfid, "values": pairs}]})
+    assert status in (200, 403) and "4242424242424242" not in json.dumps(out), out
+    for actor in (PARTNER, PROXY, gateway_actor(world.sibling.account_id)):
+        with pytest.raises(PolicyRefused):
+            service.detokenize_pairs(world.partner["partnerId"], bfid, list(tokens.items()), actor=actor)
+        with pytest.raises(PolicyRefused):
+            service.read_stored_tokens(world.partner["partnerId"], bfid, actor=actor)
+    # the owner still pays with its tokens, and its payment's own capture is bound to it again
+    again = world.shop.pay(bfid=bfid, **tokens)
+    assert again["transaction_approved"] is True and again["last4"] == "4242", again
+    assert service.detokenize_pairs(world.partner["partnerId"], bfid, list(tokens.items()),
+                                    actor=gateway_actor(world.shop.account_id))[0] == "4242424242424242"
+    # the binding is the bfid's own (version 5), not a record's
+    assert parse_bfid(current_keys(world.partner["partnerId"]).mac_key, bfid).version == OWNER_VERSION
+
+
+def _stored_tokens(world: World, transaction_id: str) -> dict[str, str]:
+    """The card tokens the gateway stored with a transaction (what RSAPI answers the merchant)."""
+    from vaultcore.gateway import store
+
+    item = store.get_transaction(world.shop.account_id, transaction_id, consistent=True)
+    assert item is not None
+    return {n: str(item[n]) for n in ("vault_token_card_number", "vault_token_card_expiration")}
+
+
 def _postback_free_bfid(world: World, transaction_id: str) -> str:
     """The bfid the gateway stored with a transaction (what the merchant reads from RSAPI or its postback)."""
     from vaultcore.gateway import store

@@ -19,6 +19,8 @@ from vaultcore.tokens.bfid import (
     BFID_MIN_LENGTH,
     BFID_TEXT_MAX_LENGTH,
     BFID_VERSION,
+    OWNER_TAG_BYTES,
+    OWNER_VERSION,
     PREFIX_CIPHER_VERSION,
     BfidError,
     BfidInfo,
@@ -27,6 +29,8 @@ from vaultcore.tokens.bfid import (
     draft_bfid,
     hkdf_sha256,
     new_bfid,
+    owner_matches,
+    owner_tag,
     parse_bfid,
     peek_bfid_unverified,
     seal_bfid,
@@ -297,10 +301,12 @@ def test_a_version_2_bfid_extends_as_version_2():
     extended = parse_bfid(MAC_KEY, issued(old, (1, EXPIRY, EXPIRY_TOKEN)))
     assert (extended.version, extended.scope) == (2, KNOWN_SCOPE)
     assert issued(old, (1, EXPIRY, EXPIRY_TOKEN)) == KNOWN_BFID
-    # and only versions 2, 3 and 4 can be drafted or carry tags
-    for version in (1, 5):
-        with pytest.raises(BfidError, match="version 2, 3 or 4"):
+    # and only versions 2 to 5 can be drafted or carry tags, version 5 only with its owner tag
+    for version in (1, 6):
+        with pytest.raises(BfidError, match="version 2, 3, 4 or 5"):
             draft_bfid(3, "GATEWAY", "partner-42", version=version)
+    with pytest.raises(BfidError, match="needs an owner tag"):
+        draft_bfid(3, "GATEWAY", "partner-42", version=5)
     with pytest.raises(BfidError, match="bfid version must be 1, 2, 3 or 4"):
         make(version=5)
 
@@ -345,7 +351,7 @@ def test_version_1_bfids_still_verify_without_tags():
     # and any token passes the tag check: old tokens keep detokenizing (the FF1 result is not checked)
     assert token_issued(TAG_KEY, info, 0, CARD, CARD_TOKEN) and token_issued(TAG_KEY, info, 5, "x", "anything")
     # a version-1 bfid cannot carry tags
-    with pytest.raises(BfidError, match="only a version-2, -3 or -4 bfid"):
+    with pytest.raises(BfidError, match="only a version-2, -3, -4 or -5 bfid"):
         seal_bfid(MAC_KEY, info, [(0, bytes(4))])
     # a version-1 payload with trailing bytes (tags) is not a version-1 bfid
     payload = base64.urlsafe_b64decode(text + "==")[:-16] + b"\x00" + bytes(4)
@@ -413,3 +419,62 @@ def test_tag_sizes_and_limits():
     # a version-1 text longer than 150 characters is refused before its MAC is computed
     with pytest.raises(BfidError, match="unknown format"):
         parse_bfid(MAC_KEY, "djEA" + "A" * 152)
+
+
+# ------------------------------------------------------------------------------ version 5: the owner tag
+
+
+def _independent_owner_tag(mac_key: bytes, account_id: str) -> bytes:
+    """The documented construction, with cryptography's HKDF (not the module's) and the stdlib's HMAC."""
+    key = HKDF(algorithm=hashes.SHA256(), length=32, salt=b"vaultcore/tokens/hkdf-salt/v1",
+               info=b"vaultcore/tokens/owner-tag-hmac-sha256/v1").derive(mac_key)
+    return hmac.new(key, b"vaultcore/tokens/owner-tag/v1\x00" + account_id.encode(), hashlib.sha256).digest()[:8]
+
+
+def test_the_owner_tag_is_the_documented_construction():
+    for account in ("120615752", "a", "acct-" + "9" * 40):
+        assert owner_tag(MAC_KEY, account) == _independent_owner_tag(MAC_KEY, account)
+    assert len(owner_tag(MAC_KEY, "120615752")) == OWNER_TAG_BYTES
+    # another partner's key, another account: another tag
+    assert owner_tag(OTHER_KEY, "120615752") != owner_tag(MAC_KEY, "120615752")
+    assert owner_tag(MAC_KEY, "120615753") != owner_tag(MAC_KEY, "120615752")
+
+
+def test_a_version_5_bfid_carries_its_owner_in_the_macd_core():
+    # Given a gateway capture's bfid bound to account 120615752, with its two token tags
+    draft = draft_bfid(3, "GATEWAY", "partner-42", issued_at=1_700_000_000, nonce=bytes(range(16)),
+                       owner_tag=owner_tag(MAC_KEY, "120615752"))
+    assert draft.version == OWNER_VERSION
+    text = issued(draft, (0, CARD, CARD_TOKEN), (1, EXPIRY, EXPIRY_TOKEN))
+    info = parse_bfid(MAC_KEY, text, expected_partner_id="partner-42")
+    # Then the owner is part of the scope (the tokens and the Tokens item are bound to it) and verifies
+    assert info.version == 5 and info.owner_tag == owner_tag(MAC_KEY, "120615752") and info.scope == draft.scope
+    assert info.scope != draft_bfid(3, "GATEWAY", "partner-42", issued_at=1_700_000_000, nonce=bytes(range(16)),
+                                    owner_tag=owner_tag(MAC_KEY, "120615753")).scope
+    assert owner_matches(MAC_KEY, info, "120615752")
+    assert not owner_matches(MAC_KEY, info, "120615753") and not owner_matches(MAC_KEY, info, None)
+    assert token_issued(TAG_KEY, info, 0, CARD, CARD_TOKEN)
+    # and an unbound bfid matches no account
+    assert not owner_matches(MAC_KEY, parse_bfid(MAC_KEY, make()), "120615752")
+    # When one bit of the owner tag is changed, the bfid no longer verifies
+    raw = bytearray(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+    owner_at = 2 + 2 + 5 + 16 + 1 + len("partner-42") + 1 + len("GATEWAY")
+    raw[owner_at] ^= 1
+    altered = base64.urlsafe_b64encode(bytes(raw)).rstrip(b"=").decode()
+    with pytest.raises(BfidError, match="not valid"):
+        parse_bfid(MAC_KEY, altered)
+    # and a truncated version-5 core is refused as malformed, not read as a shorter owner
+    core = base64.urlsafe_b64decode(draft.scope + "=" * (-len(draft.scope) % 4))[:-3]
+    forged = base64.urlsafe_b64encode(core + hmac.new(MAC_KEY, core, hashlib.sha256).digest()[:16]).rstrip(b"=")
+    with pytest.raises(BfidError):
+        parse_bfid(MAC_KEY, forged.decode())
+
+
+def test_a_gateway_capture_bfid_fits_the_gateway_for_every_partner_id():
+    # The longest partner id the platform issues (40 characters) with GATEWAY and the two tags of a capture
+    draft = draft_bfid(65535, "GATEWAY", "p" * 40, owner_tag=owner_tag(MAC_KEY, "9" * 20))
+    text = issued(draft, (0, CARD, CARD_TOKEN), (1, EXPIRY, EXPIRY_TOKEN))
+    assert len(text) <= BFID_MAX_LENGTH
+    # and ids too long to leave room for the owner tag are refused when drafted, not cut
+    with pytest.raises(BfidError, match="at most 61"):
+        draft_bfid(3, "GATEWAY", "p" * 55, owner_tag=owner_tag(MAC_KEY, "1"))

@@ -292,6 +292,13 @@ REDACTIONS = [
     ),
     ("{'partnerKey': 'k1', 'CVV': None}", "{'partnerKey': '[REDACTED]', 'CVV': '[REDACTED]'}"),
     ("cvv: 1234 rejected", "cvv: [REDACTED] rejected"),
+    # a CVV's token is never kept either (PCI DSS 3.3.1): as JSON, form data and XML
+    ("vault_token_card_verification=123 transaction_type=SALE", "vault_token_card_verification=[REDACTED] "
+     "transaction_type=SALE"),
+    ('{"bfid": "djE6", "vault_token_card_verification": "834"}',
+     '{"bfid": "djE6", "vault_token_card_verification": "[REDACTED]"}'),
+    ("<vault_token_card_verification>834</vault_token_card_verification>",
+     "<vault_token_card_verification>[REDACTED]</vault_token_card_verification>"),
     ('"secret": "c2VjcmV0LWtleQ=="', '"secret": "[REDACTED]"'),
     ('"Discretionary": "1000123456789"', '"Discretionary": "[REDACTED]"'),
     (
@@ -319,7 +326,6 @@ ORDINARY = [
     "timestamp=1700000000 count=1 status=200",
     "Authentication required. errCode=1003",
     "vault_token_card_number=9000000000000002 bfid=djE6YWJjfGRlZnx0cGwx",
-    "vault_token_card_verification=123 transaction_type=SALE",
     "messageId=4242424242424242123456789",
     '{"messageId": "1234567890123456789012345", "ksn": "62994901190000000002"}',
     "ksn FFFF9876543210E00001 counter 1",

@@ -221,10 +221,13 @@ _PARAM_RE = re.compile(rf"(?P<key>[a-z][\w-]*)(?P<eq>\s*=\s*)(?P<val>{_PARAM_VAL
 _SECRET_PARAMS = frozenset({"nonce", "cnonce", "response", "signature"})
 
 # key: value / key=value pairs whose value is a secret, in JSON, escaped JSON, Python reprs, form data and
-# header lines. A key must stand alone (``vault_token_card_verification`` holds a token, not a CVV).
+# header lines. A key must stand alone (``level2_key`` is not ``key``). A CVV's token
+# (``vault_token_card_verification``) is scrubbed like the CVV: sensitive authentication data is never kept, in
+# clear or as a token (PCI DSS 3.3.1; vaultcore.tokens.policy), whatever path carried it into a text.
 _SECRET_KEYS = (
     r"partner[_-]?key|api[_-]?access[_-]?key|api[_-]?key|x-api-key|access[_-]?key|shared[_-]?key|secret"
-    r"|password|passwd|key|card[_-]?verification|cvv2?|cvc2?|discretionary|decrypted"
+    r"|password|passwd|key|card[_-]?verification|vault[_-]?token[_-]?card[_-]?verification|cvv2?|cvc2?"
+    r"|discretionary|decrypted"
 )
 _PAN_KEYS = r"card[_-]?number|pan|primary[_-]?account[_-]?number"
 _BARE_END = r"(?=$|[\s&,;}\]\"'\\<])"
@@ -478,6 +481,7 @@ _KEY_STEMS: tuple[tuple[bytes, tuple[int, ...]], ...] = (
     (b"passw", (0,)),
     (b"card", (0,)),
     (b"cv", (0,)),
+    (b"vault", (0,)),
     (b"discretionary", (0,)),
     (b"decrypted", (0,)),
     (b"pan", (0,)),

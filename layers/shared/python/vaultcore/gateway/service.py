@@ -520,9 +520,9 @@ def _auto_tokenize(account: accounts.Account, payment: PaymentData) -> dict[str,
         names = ("bank_account_number", "bank_routing_number")
     values = [(f"vault_token_{n}", payment.values[n]) for n in names]
     try:
-        # a gateway capture: its read step is this account's (issue 27)
+        # a gateway capture: bound to this account for good, sealed in its bfid (version 5; tokens.policy)
         result = _token_service().tokenize_values(str(account.partner_id), GATEWAY_TEMPLATE_REF, values,
-                                                  owner=Owner(account.account_id))
+                                                  owner=Owner(account.account_id, sealed=True))
     except TokenServiceError as exc:
         raise GatewayError(E.AUTO_TOKENIZE_FAILED, f"{ERROR_MESSAGES[E.AUTO_TOKENIZE_FAILED]} "
                            f"(tokenization code {_token_error_code(exc)})") from exc

@@ -3,12 +3,13 @@
 Binary layout, then URL-safe base64 without padding (RFC 4648 section 5). Versions 2, 3 and 4 (version 4: every
 bfid issued now)::
 
-    "v4", "v3", "v2"  2 bytes  format version (a new layout, or a new way to make tokens, gets a new version)
+    "v5".."v2"        2 bytes  format version (a new layout, or a new way to make tokens, gets a new version)
     key_version       2 bytes  unsigned big-endian, 1..65535: which partner tokenization key (rotation)
     issued_at         5 bytes  unsigned big-endian unix seconds (start of the active windows and read window)
     nonce            16 bytes  random (128 bits): makes every bfid unique and unguessable
     len(partner_id)   1 byte,  partner_id   UTF-8
     len(template_ref) 1 byte,  template_ref UTF-8
+    owner tag         8 bytes  version 5 only: the account the tokenization is bound to (below)
     token tags        5 bytes each, zero or more: field index (1 byte: the field's position in the bfid's template
                       version) and token tag (4 bytes, below); sorted ascending, no duplicates (one spelling)
     tag              16 bytes  HMAC-SHA256(mac_key, all bytes above), first 16 bytes (128-bit tag)
@@ -36,6 +37,16 @@ Token tags (detokenization integrity)
     (at most 40 characters), so gateway auto-tokenization (card number and expiry, or bank account and routing
     number) always fits. A bfid of a tokenization of more fields may be longer than 150 characters (at most
     :data:`BFID_TEXT_MAX_LENGTH`, 1,024, the original's limit) and then cannot be sent to the gateway.
+
+Version 5 (issue 27) is version 4 bound to one merchant account for good: right after the template reference,
+the core holds an *owner tag* of 8 bytes, ``HMAC-SHA256(owner_key, "vaultcore/tokens/owner-tag/v1" || 0x00 ||
+account id)``, first 8 bytes, where ``owner_key`` is derived from the bfid MAC key (:func:`derive_owner_key`). The
+gateway's auto-tokenization issues it (:func:`draft_bfid` with ``owner_tag``); the tokens service refuses every
+path but that account's gateway (:func:`owner_matches`, :mod:`vaultcore.tokens.policy`). Being in the MAC'd core,
+the binding costs no write and outlives the one-hour Tokens item, as a vaultless token does; a tag and not the
+account id, so a bfid names no account. Its tokens are made as version 4's. Partner id and template reference
+then share 61 bytes: with ``GATEWAY`` and a partner id of at most 40 characters, the two token tags of a gateway
+capture still fit the gateway's 150 characters.
 
 Version 4 (issue 27) has the layout of versions 2 and 3 and makes its tokens as version 3 does, except card numbers,
 which are Luhn-invalid unless the field asks otherwise (:data:`LUHN_INVALID_VERSION`,
@@ -86,6 +97,11 @@ __all__ = [
     "TAGGED_VERSION",
     "PREFIX_CIPHER_VERSION",
     "LUHN_INVALID_VERSION",
+    "OWNER_VERSION",
+    "OWNER_TAG_BYTES",
+    "derive_owner_key",
+    "owner_tag",
+    "owner_matches",
     "TOKEN_TAG_BYTES",
     "new_bfid",
     "draft_bfid",
@@ -112,9 +128,12 @@ TAGGED_VERSION = 2
 PREFIX_CIPHER_VERSION = 3
 #: bfids from this version on have Luhn-invalid card-number tokens (issue 27; vaultcore.tokens.engine).
 LUHN_INVALID_VERSION = 4
+#: bfids of this version carry an owner tag: bound to one merchant account for good (module docstring).
+OWNER_VERSION = 5
+OWNER_TAG_BYTES = 8
 TOKEN_TAG_BYTES = 4
-_V1, _V2, _V3, _V4 = b"v1", b"v2", b"v3", b"v4"
-_MARKERS = {1: _V1, 2: _V2, 3: _V3, 4: _V4}
+_V1, _V2, _V3, _V4, _V5 = b"v1", b"v2", b"v3", b"v4", b"v5"
+_MARKERS = {1: _V1, 2: _V2, 3: _V3, 4: _V4, 5: _V5}
 _VERSIONS = {marker: version for version, marker in _MARKERS.items()}
 _NONCE = 16
 _TAG = 16
@@ -128,6 +147,8 @@ _INFO_FF1 = b"vaultcore/tokens/ff1-aes-256/v1"
 _INFO_MAC = b"vaultcore/tokens/bfid-hmac-sha256/v1"
 _INFO_TAG = b"vaultcore/tokens/token-tag-hmac-sha256/v2"
 _TOKEN_TAG_LABEL = b"vaultcore/tokens/token-tag/v2"
+_INFO_OWNER = b"vaultcore/tokens/owner-tag-hmac-sha256/v1"
+_OWNER_TAG_LABEL = b"vaultcore/tokens/owner-tag/v1"
 
 
 class BfidError(ValueError):
@@ -147,6 +168,8 @@ class BfidInfo:
     version: int = BFID_VERSION
     tags: tuple[tuple[int, bytes], ...] = ()
     scope: str = field(default="", compare=False)
+    #: version 5: the owner tag (8 bytes) of the account the tokenization is bound to; b"" otherwise.
+    owner_tag: bytes = b""
 
 
 def hkdf_sha256(ikm: bytes, info: bytes, length: int = 32, salt: bytes = _HKDF_SALT) -> bytes:
@@ -179,6 +202,25 @@ def derive_tag_key(master: bytes) -> bytes:
     return hkdf_sha256(_master(master), _INFO_TAG)
 
 
+def derive_owner_key(mac_key: bytes) -> bytes:
+    """The owner tag's HMAC-SHA256 key, derived from the bfid MAC key (HKDF, RFC 5869): no key serves two purposes."""
+    _check_mac_key(mac_key)
+    return hkdf_sha256(bytes(mac_key), _INFO_OWNER)
+
+
+def owner_tag(mac_key: bytes, account_id: str) -> bytes:
+    """The 8-byte owner tag of ``account_id`` under the partner's bfid MAC key (module docstring, version 5)."""
+    message = _OWNER_TAG_LABEL + b"\x00" + _id_bytes(account_id, "owner account")
+    return hmac.new(derive_owner_key(mac_key), message, hashlib.sha256).digest()[:OWNER_TAG_BYTES]
+
+
+def owner_matches(mac_key: bytes, info: BfidInfo, account_id: str | None) -> bool:
+    """Whether the verified version-5 ``info`` is bound to ``account_id`` (constant-time comparison)."""
+    if not info.owner_tag or not account_id:
+        return False
+    return hmac.compare_digest(owner_tag(mac_key, account_id), info.owner_tag)
+
+
 def _check_mac_key(mac_key: bytes, what: str = "bfid MAC key") -> None:
     if not isinstance(mac_key, bytes | bytearray) or len(mac_key) < 16:
         raise ValueError(f"{what} must be at least 16 bytes")
@@ -204,7 +246,7 @@ def _id_bytes(value: str, label: str) -> bytes:
 def _core(version: bytes, info: BfidInfo) -> bytes:
     partner, template = info.partner_id.encode(), info.template_ref.encode()
     return b"".join((version, info.key_version.to_bytes(2, "big"), info.issued_at.to_bytes(5, "big"), info.nonce,
-                     bytes((len(partner),)), partner, bytes((len(template),)), template))
+                     bytes((len(partner),)), partner, bytes((len(template),)), template, info.owner_tag))
 
 
 def draft_bfid(
@@ -215,15 +257,23 @@ def draft_bfid(
     issued_at: int | None = None,
     nonce: bytes | None = None,
     version: int = BFID_VERSION,
+    owner_tag: bytes | None = None,
 ) -> BfidInfo:
     """A new bfid (version 4; 2 or 3 for tests of former bfids) before it is sealed: its fields and
-    :attr:`~BfidInfo.scope`, no token tags yet.
+    :attr:`~BfidInfo.scope`, no token tags yet. With ``owner_tag`` (:func:`owner_tag`), a version-5 bfid bound to
+    that account.
 
     Tokenize under ``scope`` (and ``version``), compute the tags (:func:`token_tag`), then :func:`seal_bfid` gives
     the text. ``issued_at`` defaults to now; ``nonce`` to 16 random bytes (both exist as parameters for tests).
     """
+    if owner_tag is not None:
+        if not isinstance(owner_tag, bytes) or len(owner_tag) != OWNER_TAG_BYTES:
+            raise BfidError(f"an owner tag is {OWNER_TAG_BYTES} bytes")
+        version = OWNER_VERSION
+    elif version == OWNER_VERSION:
+        raise BfidError("a version-5 bfid needs an owner tag")
     if version < TAGGED_VERSION or version not in _MARKERS:
-        raise BfidError("a bfid with token tags is version 2, 3 or 4")
+        raise BfidError("a bfid with token tags is version 2, 3, 4 or 5")
     if not isinstance(key_version, int) or isinstance(key_version, bool) or not 1 <= key_version <= 0xFFFF:
         raise BfidError("key version must be an integer from 1 to 65535")
     ts = int(time.time()) if issued_at is None else issued_at
@@ -233,12 +283,13 @@ def draft_bfid(
     if not isinstance(nonce, bytes) or len(nonce) != _NONCE:
         raise BfidError("nonce must be 16 bytes")
     partner, template = _id_bytes(partner_id, "partner id"), _id_bytes(template_ref, "template reference")
-    if len(partner) + len(template) > _MAX_IDS:
+    room = _MAX_IDS - (OWNER_TAG_BYTES if owner_tag is not None else 0)
+    if len(partner) + len(template) > room:
         raise BfidError(
             f"partner id and template reference take {len(partner) + len(template)} bytes together; "
-            f"at most {_MAX_IDS} fit in a bfid of {BFID_MAX_LENGTH} characters"
+            f"at most {room} fit in a bfid of {BFID_MAX_LENGTH} characters"
         )
-    info = BfidInfo(partner_id, key_version, template_ref, nonce, ts, version)
+    info = BfidInfo(partner_id, key_version, template_ref, nonce, ts, version, owner_tag=owner_tag or b"")
     return replace(info, scope=_b64(_core(_MARKERS[version], info)))
 
 
@@ -262,7 +313,7 @@ def seal_bfid(mac_key: bytes, info: BfidInfo, tags: Iterable[tuple[int, bytes]] 
     """
     _check_mac_key(mac_key)
     if info.version < TAGGED_VERSION or info.version not in _MARKERS:
-        raise BfidError("only a version-2, -3 or -4 bfid can carry token tags")
+        raise BfidError("only a version-2, -3, -4 or -5 bfid can carry token tags")
     entries = _entries((*info.tags, *tags))
     payload = _core(_MARKERS[info.version], info) + b"".join(bytes((i,)) + t for i, t in entries)
     if len(payload) + _TAG > _MAX_RAW:
@@ -285,8 +336,8 @@ def new_bfid(
     """A new bfid without token tags (module docstring layout). ``issued_at`` defaults to now; ``nonce`` to 16
     random bytes. ``version=1`` or ``2`` writes a former version: only tests of old bfids use them."""
     _check_mac_key(mac_key)
-    if version not in _MARKERS:
-        raise BfidError("bfid version must be 1, 2, 3 or 4")
+    if version not in _MARKERS or version == OWNER_VERSION:
+        raise BfidError("bfid version must be 1, 2, 3 or 4 (a version-5 bfid is drafted with its owner tag)")
     if version != 1:
         return seal_bfid(mac_key, draft_bfid(key_version, template_ref, partner_id, issued_at=issued_at, nonce=nonce,
                                              version=version))
@@ -362,6 +413,12 @@ def _fields(payload: bytes) -> BfidInfo:
         except UnicodeDecodeError:
             raise BfidError("bfid has an unknown format") from None
         pos += 1 + n
+    owner = b""
+    if version == OWNER_VERSION:
+        owner = payload[pos : pos + OWNER_TAG_BYTES]
+        if len(owner) != OWNER_TAG_BYTES:
+            raise BfidError("bfid has an unknown format")
+        pos += OWNER_TAG_BYTES
     rest = payload[pos:]
     if key_version == 0 or (version == 1 and rest) or len(rest) % _ENTRY:
         raise BfidError("bfid has an unknown format")
@@ -370,7 +427,7 @@ def _fields(payload: bytes) -> BfidInfo:
         raise BfidError("bfid has an unknown format")
     scope = _b64(payload[:pos])
     return BfidInfo(partner_id=values[0], key_version=key_version, template_ref=values[1], nonce=nonce,
-                    issued_at=issued_at, version=version, tags=tags, scope=scope)
+                    issued_at=issued_at, version=version, tags=tags, scope=scope, owner_tag=owner)
 
 
 def peek_bfid_unverified(bfid: str) -> tuple[str, int]:

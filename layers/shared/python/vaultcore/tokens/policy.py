@@ -11,8 +11,10 @@ The policy of a tokenization (:class:`Owner`):
 * **owner**: always its partner (the bfid names it and is MAC'd with the partner's key). An iFrame capture is also
   bound to the merchant account, the instance's ``custom_id`` and its tender (CARD or ACH); a gateway capture
   (auto-tokenization, rule 7) to its account. The Tokens item carries ``owner_account``, ``owner_custom_id`` and
-  ``owner_method``; the account binding of an iFrame capture is also kept for good on the scope's durable record
-  (:mod:`vaultcore.store.tokens`), because tokens are vaultless and outlive the one-hour item.
+  ``owner_method``. Because tokens are vaultless and outlive the one-hour item, the account binding is also kept
+  for good: an iFrame capture's on the scope's durable record (:mod:`vaultcore.store.tokens`), a gateway
+  capture's sealed in its bfid (version 5, an owner tag in the MAC'd core: :mod:`vaultcore.tokens.bfid`), which
+  costs the SALE no write (:func:`check_sealed`).
 * **uses**: ``once`` for an eToken of the iFrame: its one read, by ``etoken=`` or by the ``bfid=`` read step,
   consumes it for every path (``gateway_read_by``); every eToken read with ``etoken=`` is consumed likewise. The
   partner's ``read`` is once per bfid (``partner_read_by``).
@@ -40,10 +42,11 @@ import secrets
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from vaultcore.tokens.bfid import BfidInfo, owner_matches
 from vaultcore.tokens.errors import CVV_REFUSED, PolicyRefused, TokenServiceError
 
 __all__ = ["CVV_FIELDS", "CVV_SALT", "Actor", "Owner", "PARTNER", "PROXY", "gateway_actor", "is_cvv",
-           "cvv_scope", "new_cvv_salt", "check_clear", "cvv_refused", "owner_of_item"]
+           "cvv_scope", "new_cvv_salt", "check_clear", "check_sealed", "cvv_refused", "owner_of_item"]
 
 #: Fields that hold a card verification value (the GATEWAY template's, and any template's field of that name).
 CVV_FIELDS = frozenset({"vault_token_card_verification"})
@@ -75,13 +78,15 @@ def gateway_actor(account_id: str) -> Actor:
 class Owner:
     """The policy a tokenization is stored with (module docstring). ``durable``: the account binding is also
     written to the scope's durable record (iFrame captures: their tokens can reach the partner through
-    ``read``); ``extra``: other attributes of the Tokens item (the iFrame's instance and device id)."""
+    ``read``); ``sealed``: the binding is sealed in the bfid instead (version 5: gateway captures, no extra
+    write); ``extra``: other attributes of the Tokens item (the iFrame's instance and device id)."""
 
     account_id: str
     custom_id: str | None = None
     method: str | None = None
     once: bool = False
     durable: bool = False
+    sealed: bool = False
     extra: tuple[tuple[str, str], ...] = ()
 
     def item_attributes(self) -> dict[str, Any]:
@@ -131,4 +136,15 @@ def check_clear(owner_account: str | None, actor: Actor, names: list[str]) -> No
     if actor.kind != "gateway":
         raise PolicyRefused("path")
     if actor.account_id != owner_account:
+        raise PolicyRefused("account")
+
+
+def check_sealed(mac_key: bytes, info: BfidInfo, actor: Actor) -> None:
+    """The binding a version-5 bfid carries for good (module docstring): only its account's gateway may read or
+    detokenize it; 3045 for any other path or account, whether or not the Tokens item still exists."""
+    if not info.owner_tag:
+        return
+    if actor.kind != "gateway":
+        raise PolicyRefused("path")
+    if not owner_matches(mac_key, info, actor.account_id):
         raise PolicyRefused("account")

@@ -64,6 +64,7 @@ from vaultcore.tokens.bfid import (
     BfidError,
     BfidInfo,
     draft_bfid,
+    owner_tag,
     parse_bfid,
     peek_bfid_unverified,
     seal_bfid,
@@ -113,6 +114,7 @@ from vaultcore.tokens.policy import (
     Actor,
     Owner,
     check_clear,
+    check_sealed,
     cvv_refused,
     cvv_scope,
     gateway_actor,
@@ -346,7 +348,8 @@ def tokenize_values(partner_id: str, template_ref: str, values: list[tuple[str, 
     now = int(clock.now())
     if info is None:
         keys = token_keys.current_keys(partner_id)
-        info = draft_bfid(keys.version, stored.bfid_field, partner_id, issued_at=now)
+        sealed = owner_tag(keys.mac_key, owner.account_id) if owner is not None and owner.sealed else None
+        info = draft_bfid(keys.version, stored.bfid_field, partner_id, issued_at=now, owner_tag=sealed)
     assert keys is not None
     tokens: dict[str, str] = {}
     salt = new_cvv_salt() if has_cvv else None
@@ -468,6 +471,7 @@ def _detokenize_verified(partner_id: str, info: BfidInfo, keys: token_keys.Token
         # a deleted bfid: 3017; and the account it is bound to (one GetItem, or the container's short answer)
         owner = _check_revocation(info.scope)
     check_clear(owner, actor, [f.name for f, _ in checked])
+    check_sealed(keys.mac_key, info, actor)
     clear: dict[tuple[str, str], str] = {}
     out: list[str] = []
     for f, token in checked:
@@ -517,6 +521,7 @@ def read_stored_tokens(partner_id: str, bfid: str, *, actor: Actor = PARTNER) ->
     vouches for are returned.
     """
     info, keys, stored = _verify(partner_id, bfid, revocation=True)
+    check_sealed(keys.mac_key, info, actor)
     item = _live_item(info.scope, partner_id, clock.now())
     check_clear(owner_of_item(item), actor, [])
     if item.get("uses") == "once" or item.get("gateway_read_by") is not None:
@@ -548,6 +553,7 @@ def gateway_read(partner_id: str, bfid: str, *, account_id: str, reader: str, cu
     with the salt this read removed.
     """
     info, keys, stored = _verify(partner_id, bfid, revocation=True)
+    check_sealed(keys.mac_key, info, gateway_actor(account_id))
     now = clock.now()
     if not consume:
         item = _live_item(info.scope, partner_id, now)
