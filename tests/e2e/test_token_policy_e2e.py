@@ -120,6 +120,52 @@ def test_a_sibling_a_stranger_and_a_second_use_are_refused_on_every_path(world):
     assert again["transaction_approved"] is True and again.get("cvv2_response") != "M", again
 
 
+def _refused_by_the_partner_api(world: World, bfid: str, tokens: dict[str, str]) -> None:
+    """The partner's detokenize and batch/detokenize refuse a bound capture's tokens (3045), with no clear value."""
+    pairs = [{"name": n, "value": t} for n, t in tokens.items()]
+    status, out = world.api("/api/tokenization/detokenize", {"bfid": bfid, "values": pairs})
+    assert status == 403 and out["errCode"] in (3041, 3045) and CARD not in json.dumps(out), out
+    status, out = world.api("/api/tokenization/batch/detokenize", {"items": [{"bfid": bfid, "values": pairs}]})
+    assert CARD not in json.dumps(out), out
+    if status == 200:
+        assert [i.get("errCode") in (3041, 3045) for i in out["items"]] == [True], out
+    else:
+        assert status == 403 and out["errCode"] in (3041, 3045), out
+
+
+def test_an_etoken_and_a_gateway_capture_are_refused_by_batch_detokenize(world):
+    etoken = world.shop.capture("e2e-b")
+    status, read = world.api("/api/tokenization/read", {"bfid": etoken})
+    assert status == 200, read
+    _refused_by_the_partner_api(world, etoken, {v["name"]: v["value"] for v in read["values"]})
+    # a gateway auto-tokenization (bfid version 5): its account's for good, by every actor and path
+    sale = world.shop.pay(card_number=CARD, card_expiration="1230", card_verification=CVV)
+    assert sale["transaction_approved"] is True, sale
+    items = [i for i in _tables(world.runner) if i.get("transaction_id", {}).get("S") == sale["transaction_id"]
+             and "bfid" in i]
+    assert items, sale
+    bfid = items[0]["bfid"]["S"]
+    tokens = {k: items[0][k]["S"] for k in ("vault_token_card_number", "vault_token_card_expiration")}
+    assert CARD not in json.dumps(tokens)
+    assert world.sibling.pay(bfid=bfid)["error_code"] == 303
+    assert world.sibling.pay(bfid=bfid, **tokens)["error_code"] == 311
+    assert world.sibling.pay(bfid=bfid, reissue="1", **tokens)["error_code"] == 311
+    assert world.stranger.pay(bfid=bfid, **tokens)["error_code"] == 302
+    _refused_by_the_partner_api(world, bfid, tokens)
+    # after the hour (the runner's clock moved on: its Tokens item has expired) the binding still holds
+    clock = world.runner.base_url + "/_local/clock"
+    assert post_json(clock, {"offsetSeconds": 3700})[0] == 200
+    try:
+        assert world.sibling.pay(bfid=bfid)["error_code"] == 303
+        assert world.sibling.pay(bfid=bfid, **tokens)["error_code"] == 311
+        assert world.sibling.pay(bfid=bfid, reissue="1", **tokens)["error_code"] == 311
+        again = world.shop.pay(bfid=bfid, **tokens)
+        assert again["transaction_approved"] is True and again["last4"] == CARD[-4:], again
+    finally:
+        assert post_json(clock, {"offsetSeconds": 0})[1] == {"offsetSeconds": 0.0}
+    assert bfid.startswith("djUA")  # the binding is the bfid's own: format "v5" (key version 1)
+
+
 def cvv_tokens_of(world: World) -> set[str]:
     """The CVV tokens the tables hold for partner P's captures not yet charged (taken before a charge)."""
     items = [i for i in _tables(world.runner) if "t#" + CVV_NAME in i and "gateway_read_by" not in i
