@@ -7,7 +7,11 @@ its own process; ``ROUNDS`` times each (after one warm-up round), per round:
 * ``detokenize (API)``: ``POST /api/tokenization/detokenize`` of a partner tokenization (two values);
 * ``SALE etoken=``: an iFrame capture charged with ``etoken`` + ``custom_id``;
 * ``SALE bfid=``: an iFrame capture (read once by the partner first) charged with ``bfid``;
-* ``SALE detokenize-only``: that capture's card tokens paid again with ``bfid`` by its account.
+* ``SALE detokenize-only``: that capture's card tokens paid again with ``bfid`` by its account;
+* ``SALE keyed``: a card SALE the gateway auto-tokenizes (a gateway capture: its bfid is bound to the account,
+  version 5 now);
+* ``SALE detokenize-only (gateway capture)``: that capture's card tokens paid again by its account (the bound
+  bfid's owner tag is checked: two HMACs and an HKDF, no AWS call).
 
 Printed per operation, for this tree and for ``PREVIOUS_COMMIT`` (the same code in a fresh interpreter with that
 commit's layer; the captures, tokenizations and reads are set up outside the measured call): ``aws_calls`` per
@@ -34,7 +38,8 @@ from bench.common import ROOT
 PREVIOUS_COMMIT = subprocess.run(["git", "log", "--format=%h", "-1", "--grep", "^Merge branch 'i29-throttle'$"],
                                  cwd=ROOT, capture_output=True, text=True).stdout.strip() or "e6df5e0"
 ROUNDS = 20
-OPERATIONS = ("detokenize (API)", "SALE etoken=", "SALE bfid=", "SALE detokenize-only")
+OPERATIONS = ("detokenize (API)", "SALE etoken=", "SALE bfid=", "SALE detokenize-only", "SALE keyed",
+              "SALE detokenize-only (gateway capture)")
 HELPERS = ("tests/integration/__init__.py", "tests/integration/test_iframe.py", "tests/integration/test_token_api.py")
 
 
@@ -44,6 +49,7 @@ def measure(layer: str, endpoint: str) -> dict:
     from tests.aws_calls import AwsCalls
     from tests.integration.test_iframe import CARD, Iframe
     from tests.integration.test_token_api import _partner, _values, post, tokenize
+    from vaultcore.gateway import store
     from vaultcore.store.aws import client
 
     partner = _partner(platform, permission=True)
@@ -94,6 +100,14 @@ def measure(layer: str, endpoint: str) -> dict:
             sale = measured(label("SALE bfid="), shop.pay, bfid=etoken)
             assert sale["transaction_approved"] is True, sale
             sale = measured(label("SALE detokenize-only"), shop.pay, bfid=etoken, **tokens)
+            assert sale["transaction_approved"] is True, sale
+            sale = measured(label("SALE keyed"), shop.pay, card_number=CARD, card_expiration="1230")
+            assert sale["transaction_approved"] is True, sale
+            item = store.get_transaction(shop.account_id, sale["transaction_id"], consistent=True)
+            assert item is not None and item.get("bfid"), item
+            card_tokens = {k: str(item[k]) for k in ("vault_token_card_number", "vault_token_card_expiration")}
+            sale = measured(label("SALE detokenize-only (gateway capture)"), shop.pay, bfid=item["bfid"],
+                            **card_tokens)
             assert sale["transaction_approved"] is True, sale
     out: dict[str, Any] = {}
     for name in OPERATIONS:
