@@ -14,7 +14,7 @@ import pytest
 
 from tests.dynalite import dynalite_server
 
-TABLES = ("TransactionsTable", "NoncesTable", "IdempotencyTable", "TokensTable")
+TABLES = ("TransactionsV2Table", "NoncesTable", "IdempotencyTable", "TokensTable")
 ACCOUNT = "123456789012"
 
 
@@ -48,10 +48,11 @@ def dynalite(endpoint, monkeypatch):
         name = f"{logical}-{suffix}"
         kwargs = {"TableName": name, "BillingMode": "PAY_PER_REQUEST", "KeySchema": props["KeySchema"],
                   "AttributeDefinitions": props["AttributeDefinitions"]}
-        if "LocalSecondaryIndexes" in props:
-            kwargs["LocalSecondaryIndexes"] = props["LocalSecondaryIndexes"]
+        for index in ("LocalSecondaryIndexes", "GlobalSecondaryIndexes"):
+            if index in props:
+                kwargs[index] = props[index]
         ddb.create_table(**kwargs)
-        env = {"TransactionsTable": "TRANSACTIONS_TABLE", "NoncesTable": "NONCES_TABLE",
+        env = {"TransactionsV2Table": "TRANSACTIONS_TABLE", "NoncesTable": "NONCES_TABLE",
                "IdempotencyTable": "IDEMPOTENCY_TABLE", "TokensTable": "TOKENS_TABLE"}[logical]
         monkeypatch.setenv(env, name)
     reset_platform_state()
