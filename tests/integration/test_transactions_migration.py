@@ -189,9 +189,9 @@ def _first_tokens(answers: dict[str, Any]) -> dict[str, str]:
 
 
 def test_migration_keeps_every_answer_and_every_transaction(platform, frozen_clock, monkeypatch):
-    from vaultcore.gateway import migrate, store
-
     import os
+
+    from vaultcore.gateway import migrate, store
 
     base = frozen_clock - frozen_clock % DAY + 12 * 3600 - frozen_clock  # the clock's offset to noon UTC today
     new_table = os.environ["TRANSACTIONS_TABLE"]
