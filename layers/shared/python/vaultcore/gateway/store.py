@@ -53,7 +53,6 @@ import heapq
 import itertools
 import os
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from vaultcore.settings import settings
@@ -711,11 +710,7 @@ def _shard_stream(account_id: str, shard: int, low: str, high: str, chunk: int,
 
     ``first``: the first page, when it was fetched already (in parallel with the other shards').
     """
-    kwargs: dict[str, Any] = {
-        "TableName": _table(), "IndexName": INDEX, "ScanIndexForward": False, "Limit": chunk,
-        # BETWEEN is inclusive: the item at ``high`` itself (the last one of the previous page) is dropped below
-        "KeyConditionExpression": "pk = :p AND created_key BETWEEN :l AND :h",
-        "ExpressionAttributeValues": to_item({":p": partition_key(account_id, shard), ":l": low, ":h": high})}
+    kwargs = _shard_query(account_id, shard, low, high, chunk)
     while True:
         if first is not None:
             out, first = {"Items": first[0], "LastEvaluatedKey": first[1]}, None
@@ -728,6 +723,13 @@ def _shard_stream(account_id: str, shard: int, low: str, high: str, chunk: int,
         if not out.get("LastEvaluatedKey"):
             return
         kwargs = {**kwargs, "ExclusiveStartKey": out["LastEvaluatedKey"]}
+
+
+def _shard_query(account_id: str, shard: int, low: str, high: str, chunk: int) -> dict[str, Any]:
+    return {"TableName": _table(), "IndexName": INDEX, "ScanIndexForward": False, "Limit": chunk,
+            # BETWEEN is inclusive: the item at ``high`` itself (the previous page's last) is dropped by the caller
+            "KeyConditionExpression": "pk = :p AND created_key BETWEEN :l AND :h",
+            "ExpressionAttributeValues": to_item({":p": partition_key(account_id, shard), ":l": low, ":h": high})}
 
 
 def _query_page(kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -787,11 +789,11 @@ def list_transactions(account_id: str, start: int, end: int, limit: int,
     # Each shard's expected share of a page, twice over: most pages then need one query per shard.
     chunk = min(limit + 1, 2 * (limit + 1) // len(shards) + 2)
 
+    # imported here: only the reporting function lists, and the gateway's cold start need not load it
+    from concurrent.futures import ThreadPoolExecutor
+
     def first_page(shard: int) -> tuple[list[dict[str, Any]], Any]:
-        out = _query_page({
-            "TableName": _table(), "IndexName": INDEX, "ScanIndexForward": False, "Limit": chunk,
-            "KeyConditionExpression": "pk = :p AND created_key BETWEEN :l AND :h",
-            "ExpressionAttributeValues": to_item({":p": partition_key(account_id, shard), ":l": low, ":h": high})})
+        out = _query_page(_shard_query(account_id, shard, low, high, chunk))
         return out["Items"], out["LastEvaluatedKey"]
 
     with ThreadPoolExecutor(max_workers=min(16, len(shards))) as pool:
