@@ -188,7 +188,7 @@ def _first_tokens(answers: dict[str, Any]) -> dict[str, str]:
             if name != "lookups" and len(pages) > 1}
 
 
-def test_migration_keeps_every_answer_and_every_transaction(platform, frozen_clock, monkeypatch):
+def test_migration_keeps_every_answer_and_every_transaction(platform, frozen_clock, monkeypatch, tmp_path, capsys):
     import os
 
     from vaultcore.gateway import migrate, store
@@ -221,12 +221,18 @@ def test_migration_keeps_every_answer_and_every_transaction(platform, frozen_clo
     assert during != before  # that refund shows (its own record, the sale's refunded amount)
 
     # The backfill: everything copied once; a second run copies nothing; nothing overwritten
-    first = migrate.backfill(OLD_TABLE, new_table, segments=3)
+    assert migrate.verify(OLD_TABLE, new_table).missing  # before the backfill: most items only in the old table
+    state = tmp_path / "backfill.json"
+    first = migrate.backfill(OLD_TABLE, new_table, segments=3, state_path=state, page_size=7)
     assert (first.scanned, first.copied + first.present) == (old_count, old_count)
     assert first.present == 1  # the sale copied on change above
-    second = migrate.backfill(OLD_TABLE, new_table, segments=3)
+    resumed = migrate.backfill(OLD_TABLE, new_table, segments=3, state_path=state)
+    assert resumed.scanned == 0  # every segment is done in the state file: nothing to read again
+    second = migrate.backfill(OLD_TABLE, new_table, segments=3)  # from scratch: nothing copied twice
     assert (second.copied, second.present) == (0, old_count)
-    assert migrate.verify(OLD_TABLE, new_table).missing == []
+    assert migrate.main(["--from", OLD_TABLE, "--to", new_table, "--verify"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1]) == {
+        "scanned": old_count, "missing": 0, "first_missing": []}
     assert _answers(m, ids, base=base) == during
     record = m.rsapi(transaction_id=ids["sales"][0])["transaction"]
     assert record["refunded_amount"] == 5.0  # the change made during the switch-over survived the backfill
