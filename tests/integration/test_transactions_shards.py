@@ -126,6 +126,7 @@ def test_a_listing_reads_each_shard_about_once_per_page(shards8):
     dynamodb().meta.events.register("provide-client-params.dynamodb.Query", count)  # the SDK's hook: each call
     items, position = store.list_transactions(ACCOUNT, T0, T0 + 600, 25)
     assert len(items) == 25 and position is not None
+    dynamodb().meta.events.unregister("provide-client-params.dynamodb.Query", count)
     # one first page per shard (its share of 25, twice over: 8 items), a follow-up only where a shard ran short
     assert 8 <= len(queries) <= 12 and set(queries) == {8}, queries
 
