@@ -37,6 +37,12 @@ NOT_RUN = {
     ("operators/deploying.md", "make sam-build"): "deploys to AWS",
     ("operators/capacity.md", "GatewayApiReservedConcurrency=250"): "deploys to AWS",
     ("operators/deploying.md", "GatewayApiReservedConcurrency=150"): "deploys to AWS",
+    ("operators/transactions-migration.md", "OutputKey=='TransactionsTableName'].OutputValue\" --output text)\necho"):
+        "reads a deployed stack of the previous release; tests/integration/test_transactions_migration.py rehearses it",
+    ("operators/transactions-migration.md", "TransactionsLegacyTableName=$OLD"): "deploys to AWS",
+    ("operators/transactions-migration.md", "-m vaultcore.gateway.migrate --from"): "needs the tables of a deployed "
+        "stack; tests/integration/test_transactions_migration.py runs the backfill on moto",
+    ("operators/transactions-migration.md", "TransactionsLegacyTableName=\""): "deploys to AWS",
     ("operators/deploying.md", "SnapStart=true"): "deploys to AWS",
     ("operators/onboarding.md", "aws cloudformation describe-stacks"): "reads a deployed stack; the rehearsal "
                                                                       "block points the same steps at the runner",

@@ -176,7 +176,7 @@ def test_tables_and_logs_hold_no_card_number_cvv_or_bank_account(runner):
     assert SENT, "run with the other gateway end-to-end tests"
     ddb = boto3.client("dynamodb", endpoint_url=runner.demo["awsEndpoint"], region_name="us-east-1",
                        aws_access_key_id="testing", aws_secret_access_key="testing")
-    for table in ("TransactionsTable", "IdempotencyTable"):
+    for table in ("TransactionsV2Table", "IdempotencyTable"):
         items, kwargs = [], {"TableName": table}
         while True:
             out = ddb.scan(**kwargs)

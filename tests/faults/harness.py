@@ -274,7 +274,7 @@ class Stack:
 
     def approved_transactions(self, account_id: str) -> list[dict[str, Any]]:
         out = []
-        for item in self.scan("TransactionsTable"):
+        for item in self.scan("TransactionsV2Table"):
             if item.get("account_id") != account_id or item.get("writer") == "#fence":
                 continue
             if item.get("transaction_approved") in (True, 1) or item.get("approved") in (True, 1):

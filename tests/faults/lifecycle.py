@@ -195,7 +195,7 @@ class Lifecycle:
         v: dict[str, list[str]] = {name: [] for name in LIFECYCLE_INVARIANTS}
         v["undocumented_answers"] = list(self.undocumented)
         account_id = self.account["account_id"]
-        items = [i for i in self.stack.scan("TransactionsTable") if i.get("account_id") == account_id]
+        items = [i for i in self.stack.scan("TransactionsV2Table") if i.get("account_id") == account_id]
         records = {str(i["transaction_id"]): i for i in items
                    if i.get("writer") != "#fence" and i.get("created_at") is not None}
         told: dict[str, dict[str, Any]] = {}

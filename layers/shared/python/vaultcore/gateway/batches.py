@@ -74,11 +74,11 @@ def _table() -> str:
 
 
 def load(account_id: str) -> Batches:
-    """The account's batches: one consistent GetItem (read where a decision depends on them)."""
-    with aws_errors("batch read"):
-        out = dynamodb().get_item(TableName=_table(), ConsistentRead=True,
-                                  Key=to_item({"account_id": account_id, "transaction_id": BATCH_KEY}))
-    item = from_item(out.get("Item")) or {}
+    """The account's batches: one consistent GetItem (read where a decision depends on them), through the
+    store's key handling (the item is on shard 0 of the account: vaultcore.gateway.store.shard_of)."""
+    from vaultcore.gateway import store
+
+    item = store.get_transaction(account_id, BATCH_KEY, consistent=True) or {}
     return Batches(tuple(int(c) for c in item.get("cuts") or ()))
 
 
@@ -88,13 +88,17 @@ def close_open_batch(account_id: str, now: int, writer: str) -> tuple[int, Batch
     One UpdateItem that appends the cut. Its condition refuses a second application of the same request (an SDK
     retry after a lost answer), which is then recognised by ``settled_by`` and answered from the item as it is.
     """
+    from vaultcore.gateway import store
+
     try:
         with aws_errors("batch settlement"):
             out = dynamodb().update_item(
-                TableName=_table(), Key=to_item({"account_id": account_id, "transaction_id": BATCH_KEY}),
-                UpdateExpression="SET cuts = list_append(if_not_exists(cuts, :empty), :cut), settled_by = :w",
+                TableName=_table(), Key=store.key_for_write(account_id, BATCH_KEY),
+                # account_id: the key is now pk (issue 29); the item keeps the attribute as every item does
+                UpdateExpression="SET cuts = list_append(if_not_exists(cuts, :empty), :cut), settled_by = :w,"
+                                 " account_id = :a",
                 ConditionExpression="attribute_not_exists(settled_by) OR settled_by <> :w",
-                ExpressionAttributeValues=to_item({":empty": [], ":cut": [now], ":w": writer}),
+                ExpressionAttributeValues=to_item({":empty": [], ":cut": [now], ":w": writer, ":a": account_id}),
                 ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD")
         item = from_item(out.get("Attributes")) or {}
     except ConditionFailed as exc:

@@ -7,7 +7,8 @@ Form-urlencoded or JSON variables, authenticated like QSAPI (``account_id``, ``a
   ``YYYY-MM-DD HH:MM:SS``; a bare end date means the end of that day; default: the last 24 hours; at most
   31 days), ``limit`` (1-100, default 25), ``next_token`` (from the previous page) ->
   ``{"error": false, ..., "transactions": [...], "count": n, "next_token": "..." | null}``.
-  Served by the Transactions table's ``byCreatedAt`` local secondary index: one Query per page.
+  Served by the Transactions table's ``byShardCreated`` index (issue 29): one Query per shard and page, merged
+  newest first (vaultcore.gateway.store.list_transactions); ``null`` when no transaction follows the page.
 
 Paging (issue 28): a ``next_token`` carries the range it was issued for (and the batch, for ``batch_id``), so the
 next page reads that same range whenever it is asked for: the default "last 24 hours" and an open batch end at
