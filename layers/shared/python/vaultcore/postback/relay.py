@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from vaultcore import metrics
+from vaultcore.errors import DependencyError
 from vaultcore.logs import clear_request_context, get_logger, set_request_context
 from vaultcore.postback.deliveries import UNSENT
 from vaultcore.settings import settings
@@ -92,7 +93,7 @@ def redrive(failure: dict[str, Any], streams: Any = None) -> int:
         batch = [r for r in out.get("Records", []) if int(r["dynamodb"]["SequenceNumber"]) <= last]
         chosen = [r for r in batch if wanted(r)]
         if _send(chosen):
-            raise RuntimeError("SQS refused postbacks during the redrive: run it again")
+            raise DependencyError("Internal error: SQS refused postbacks during the relay redrive; run it again.")
         sent += len(chosen)
         if not out.get("Records") or len(batch) < len(out["Records"]):
             break
