@@ -32,6 +32,7 @@ def test_one_failing_record_is_retried_and_the_others_are_not(platform, monkeypa
                 "transaction_type": "SALE", "tender_type": "CARD", "card_number": "4242424242424242",
                 "card_expiration": "1230", "transaction_amount": "5.00", "currency": "USD"})
             assert body["transaction_approved"] is True, body
+        assert platform.pump_streams() == 3  # the Deliveries stream relay queues the three postbacks
         sqs = boto3.client("sqs", region_name="us-east-1")
         url = platform.refs["PostbackQueue"]
         messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
@@ -64,6 +65,7 @@ def test_a_message_already_delivered_is_not_sent_twice(platform, monkeypatch):
             "account_id": account["account_id"], "api_accesskey": account["api_accesskey"],
             "transaction_type": "SALE", "tender_type": "CARD", "card_number": "4242424242424242",
             "card_expiration": "1230", "transaction_amount": "5.00", "currency": "USD"})
+        platform.pump_streams()
         sqs = boto3.client("sqs", region_name="us-east-1")
         url = platform.refs["PostbackQueue"]
         m = sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"][0]
@@ -78,30 +80,43 @@ def test_a_message_already_delivered_is_not_sent_twice(platform, monkeypatch):
         receiver.close()
 
 
-def test_a_postback_sqs_refused_waits_in_the_outbox_and_is_delivered(platform, monkeypatch):
-    """Nothing accepted is lost: the SALE succeeds while SQS is unavailable; the sweeper queues it later."""
+def test_a_postback_sqs_refused_goes_to_the_relay_failure_queue_and_is_redriven(platform, monkeypatch):
+    """Nothing accepted is lost: the SALE succeeds without any SQS call; while SQS refuses the stream relay's
+    sends, the event source mapping retries the batch, then gives it up to the failure destination; the
+    operator's redrive reads that range of the stream again and queues the postback, delivered once."""
     from vaultcore.settings import reset_settings
 
     receiver = Receiver()
     try:
         _, account = admin(platform, "POST", "/admin/v1/accounts", {"options": {}, "postback_url": receiver.url + "/ok"})
-        real_queue = platform.refs["PostbackQueue"]
-        monkeypatch.setenv("POSTBACK_QUEUE_URL", real_queue + "-unavailable")  # SQS answers NonExistentQueue
-        reset_settings()
         status, _, sale = call(platform, "GatewayFunction", "POST", "/api/qsapi/3.8", {
             "account_id": account["account_id"], "api_accesskey": account["api_accesskey"],
             "transaction_type": "SALE", "tender_type": "CARD", "card_number": "4242424242424242",
             "card_expiration": "1230", "transaction_amount": "7.00", "currency": "USD"})
         assert status == 200 and sale["transaction_approved"] is True
+        real_queue = platform.refs["PostbackQueue"]
+        monkeypatch.setenv("POSTBACK_QUEUE_URL", real_queue + "-unavailable")  # SQS answers NonExistentQueue
+        reset_settings()
+        relay_source = platform.stream_sources[0]
+        invocations: list[int] = []
+        relay = platform.modules["PostbackOutboxFunction"].lambda_handler
+        monkeypatch.setattr(platform.modules["PostbackOutboxFunction"], "lambda_handler",
+                            lambda event, ctx: invocations.append(len(event["Records"])) or relay(event, ctx))
+        assert platform.pump_streams() == 1
+        assert invocations == [1] * (relay_source.max_retries + 1)  # the first try and every retry
         sqs = boto3.client("sqs", region_name="us-east-1")
         assert "Messages" not in sqs.receive_message(QueueUrl=real_queue, WaitTimeSeconds=0)
+        failures = sqs.receive_message(QueueUrl=platform.refs["PostbackRelayFailureQueue"],
+                                       VisibilityTimeout=0)["Messages"]
+        info = json.loads(failures[0]["Body"])["DDBStreamBatchInfo"]
+        assert info["batchSize"] == 1 and info["streamArn"] == platform.attrs[("DeliveriesTable", "StreamArn")]
+        assert platform.pump_streams() == 0  # the shard moved on: nothing read twice
         monkeypatch.setenv("POSTBACK_QUEUE_URL", real_queue)
         reset_settings()
-        # written with the transaction, left to the request that wrote it for the grace period
-        assert platform.invoke("PostbackOutboxFunction", {}) == {"sent": 0}
-        monkeypatch.setenv("POSTBACK_OUTBOX_GRACE_SECONDS", "0")
-        assert platform.invoke("PostbackOutboxFunction", {}) == {"sent": 1}
-        assert platform.invoke("PostbackOutboxFunction", {}) == {"sent": 0}  # left the outbox
+        status, moved = admin(platform, "POST", "/admin/v1/postbacks/redrive", {})
+        assert status == 200 and moved == {"moved": 0, "relayed": 1}, moved
+        assert "Messages" not in sqs.receive_message(QueueUrl=platform.refs["PostbackRelayFailureQueue"],
+                                                     WaitTimeSeconds=0)
         m = sqs.receive_message(QueueUrl=real_queue, AttributeNames=["All"])["Messages"][0]
         assert json.loads(m["Body"])["transaction_id"] == sale["transaction_id"]
         record = {"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
@@ -140,6 +155,7 @@ def _sale(platform, account: dict) -> str:
 
 
 def _receive(platform, n: int) -> list[MessageTypeDef]:
+    platform.pump_streams()  # the stream relay queues what the gateway recorded
     sqs = boto3.client("sqs", region_name="us-east-1")
     messages: list[MessageTypeDef] = []
     while len(messages) < n:
