@@ -106,7 +106,7 @@ def test_a_postback_sqs_refused_goes_to_the_relay_failure_queue_and_is_redriven(
         assert invocations == [1] * (relay_source.max_retries + 1)  # the first try and every retry
         sqs = boto3.client("sqs", region_name="us-east-1")
         assert "Messages" not in sqs.receive_message(QueueUrl=real_queue, WaitTimeSeconds=0)
-        failures = sqs.receive_message(QueueUrl=platform.refs["PostbackRelayFailureQueue"],
+        failures = sqs.receive_message(QueueUrl=platform.refs["PostbackRelayDeadLetterQueue"],
                                        VisibilityTimeout=0)["Messages"]
         info = json.loads(failures[0]["Body"])["DDBStreamBatchInfo"]
         assert info["batchSize"] == 1 and info["streamArn"] == platform.attrs[("DeliveriesTable", "StreamArn")]
@@ -115,7 +115,7 @@ def test_a_postback_sqs_refused_goes_to_the_relay_failure_queue_and_is_redriven(
         reset_settings()
         status, moved = admin(platform, "POST", "/admin/v1/postbacks/redrive", {})
         assert status == 200 and moved == {"moved": 0, "relayed": 1}, moved
-        assert "Messages" not in sqs.receive_message(QueueUrl=platform.refs["PostbackRelayFailureQueue"],
+        assert "Messages" not in sqs.receive_message(QueueUrl=platform.refs["PostbackRelayDeadLetterQueue"],
                                                      WaitTimeSeconds=0)
         m = sqs.receive_message(QueueUrl=real_queue, AttributeNames=["All"])["Messages"][0]
         assert json.loads(m["Body"])["transaction_id"] == sale["transaction_id"]
