@@ -294,7 +294,8 @@ class Platform:
         return StreamSource(function, str(eprops["Stream"]), eprops, self._invoke_with_timeout,
                             lambda url, body: sqs.send_message(QueueUrl=url, MessageBody=body),
                             self.queue_urls_by_arn.get(str(on_failure)) if on_failure else None,
-                            boto3.client("dynamodbstreams", region_name=REGION))
+                            boto3.client("dynamodbstreams", region_name=REGION),
+                            retry_seconds=float(os.environ.get("LOCAL_STREAM_RETRY_SECONDS", "1")), stop=self._stop)
 
     def pump_streams(self) -> int:
         """One pass of every stream event source, in this thread (tests; the runner's threads do it on their own):

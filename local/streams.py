@@ -17,6 +17,7 @@ Like Lambda:
   handler reports (that record and every one after it in the batch);
 * ``BisectBatchOnFunctionError``: a batch whose invocation raised is split in two and each half retried on its
   own (with its own retry count);
+* retries back off (``retry_seconds``: the runner's ``LOCAL_STREAM_RETRY_SECONDS``, 1 s, doubling up to 8 s);
 * ``MaximumRetryAttempts``: when the retries of a batch run out, a failure record (``DDBStreamBatchInfo``: the
   shard, the first and last sequence numbers, the batch size) goes to ``DestinationConfig.OnFailure`` (an SQS
   queue) and the shard moves on.
@@ -98,7 +99,8 @@ class StreamSource:
 
     def __init__(self, function: str, stream_arn: str, properties: dict[str, Any],
                  invoke: Callable[[str, dict[str, Any]], Any], send_failure: Callable[[str, str], None] | None,
-                 failure_destination: str | None, streams: Any) -> None:
+                 failure_destination: str | None, streams: Any, retry_seconds: float = 0.0,
+                 stop: threading.Event | None = None) -> None:
         self.function = function
         self.stream_arn = stream_arn
         self.batch = int(properties.get("BatchSize", 100))
@@ -113,6 +115,10 @@ class StreamSource:
         self.send_failure = send_failure
         self.failure_destination = failure_destination
         self.streams = streams
+        #: Before the n-th retry of a batch: ``retry_seconds * 2**(n-1)``, at most 8 s (Lambda backs off too; the
+        #: runner waits 1 s first, so a dependency that is down for a few seconds does not use up the retries).
+        self.retry_seconds = retry_seconds
+        self.stop = stop or threading.Event()
         self.checkpoints: dict[str, str] = {}  # shard id -> last sequence number done (in memory: see above)
         self.lock = threading.Lock()  # one batch at a time per source (Lambda: one per shard, in order)
 
@@ -177,6 +183,8 @@ class StreamSource:
             if retries > self.max_retries:
                 self._give_up(shard_id, records)
                 return
+            if self.retry_seconds and self.stop.wait(min(8.0, self.retry_seconds * 2 ** (retries - 1))):
+                return  # the runner is stopping: the batch is not done, and no checkpoint is kept anyway
 
     def _first_failed(self, records: list[dict[str, Any]], result: Any) -> int | None:
         if not self.partial or not isinstance(result, dict):

@@ -98,6 +98,7 @@ def test_a_postback_sqs_refused_goes_to_the_relay_failure_queue_and_is_redriven(
         monkeypatch.setenv("POSTBACK_QUEUE_URL", real_queue + "-unavailable")  # SQS answers NonExistentQueue
         reset_settings()
         relay_source = platform.stream_sources[0]
+        relay_source.retry_seconds = 0  # the retries' backoff (1 s doubling locally): not waited for here
         invocations: list[int] = []
         relay = platform.modules["PostbackOutboxFunction"].lambda_handler
         monkeypatch.setattr(platform.modules["PostbackOutboxFunction"], "lambda_handler",

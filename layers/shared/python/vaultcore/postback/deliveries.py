@@ -225,11 +225,13 @@ def _update_message(message: dict[str, Any], now: float, what: str, redelivery: 
 
 def _refusal(old: dict[str, Any], redelivery: bool, now: float, first: bool = False,
              holder: str | None = None) -> Claimed:
-    if not redelivery and old.get("state") in ("delivered", "dead-lettered"):
-        return Claimed(str(old["state"]))
     if first and holder is not None and old.get("state") not in (None, UNSENT, "pending") \
             and old.get("holder") != holder:
-        return Claimed("copy")  # another first copy claimed it: this one is the relay's duplicate
+        # another first copy claimed it: this one is the relay's duplicate (also of a message dead-lettered
+        # since: that one is in the dead-letter queue already, a copy must not join it)
+        return Claimed("copy")
+    if not redelivery and old.get("state") in ("delivered", "dead-lettered"):
+        return Claimed(str(old["state"]))
     lease_until = float(old.get("lease_until") or 0)
     if lease_until >= now or redelivery:
         return Claimed("leased", lease_until)
