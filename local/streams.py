@@ -35,6 +35,7 @@ operators; a record passes when any of the filters matches it.
 
 from __future__ import annotations
 
+import base64
 import datetime as _dt
 import json
 import sys
@@ -84,9 +85,22 @@ def _epoch(value: Any) -> Any:
     return value.timestamp() if isinstance(value, _dt.datetime) else value
 
 
+def _base64_blobs(value: Any) -> Any:
+    """Binary attribute values as a Lambda event carries them (base64 strings; boto3 has decoded them)."""
+    if isinstance(value, dict):
+        return {k: (base64.b64encode(v).decode() if k == "B" and isinstance(v, (bytes, bytearray))
+                    else [base64.b64encode(x).decode() for x in v] if k == "BS" else _base64_blobs(v))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [_base64_blobs(v) for v in value]
+    return value
+
+
 def lambda_record(record: dict[str, Any], stream_arn: str) -> dict[str, Any]:
-    """A GetRecords record as Lambda passes it (the stream ARN added, times as epoch seconds)."""
-    dynamodb = dict(record.get("dynamodb") or {})
+    """A GetRecords record as Lambda passes it (the stream ARN added, times as epoch seconds, binary values as
+    base64 strings)."""
+    dynamodb = {k: (_base64_blobs(v) if k in ("Keys", "NewImage", "OldImage") else v)
+                for k, v in (record.get("dynamodb") or {}).items()}
     if "ApproximateCreationDateTime" in dynamodb:
         dynamodb["ApproximateCreationDateTime"] = _epoch(dynamodb["ApproximateCreationDateTime"])
     return {"eventID": record.get("eventID"), "eventName": record.get("eventName"),

@@ -78,6 +78,20 @@ def test_the_relay_queues_only_what_its_filter_passes(monkeypatch, capsys):
     assert [relay.wanted(r) for r in records] == [matches(relay.FILTER_PATTERN, r) for r in records]
 
 
+def test_the_relay_inflates_a_stored_message_as_a_lambda_event_carries_it(monkeypatch, capsys):
+    """The gateway stores the message deflated (a ``B`` attribute: base64 in a Lambda event); SQS gets the JSON."""
+    import base64
+
+    from vaultcore.postback.deliveries import pack_message
+
+    message = {"delivery_id": "d9", "account_id": "a1", "response": {"transaction_id": "1"}}
+    record = _record(9)
+    record["dynamodb"]["NewImage"]["message"] = {"B": base64.b64encode(pack_message(message)).decode()}
+    sqs = _Sqs()
+    assert _relay(monkeypatch, capsys, [record], sqs)[0] == {"batchItemFailures": []}
+    assert [json.loads(b) for b in sqs.sent] == [message]
+
+
 # ----------------------------------------------------------------------------- Lambda's filter pattern subset
 @pytest.mark.parametrize(("pattern", "record", "expected"), [
     ({"eventName": ["INSERT"]}, {"eventName": "INSERT"}, True),

@@ -31,7 +31,7 @@ def redeliver(request: Request, account_id: str, delivery_id: str) -> Response:
     stored = deliveries.load_message(account_id, delivery_id)
     if stored is None:
         raise NotFound("No postback with this delivery id.")
-    message = json.loads(stored["message"])
+    message = json.loads(deliveries.message_body(stored))
     message["redelivery"] = int(message.get("redelivery", 0)) + 1
     with aws_errors("postback enqueue"):
         client("sqs").send_message(QueueUrl=settings().postback_queue_url, MessageBody=json.dumps(message))

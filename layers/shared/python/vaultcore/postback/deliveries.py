@@ -43,10 +43,12 @@ same items again.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import time
 import uuid
+import zlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -58,7 +60,7 @@ from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 
 __all__ = ["outbox_put", "load_message", "record_attempt", "list_attempts", "claim", "finish", "mark_delivered",
            "restart_attempts", "note_deferral", "Claimed", "RETENTION_SECONDS", "DELIVERY_SHARDS", "partition",
-           "UNSENT"]
+           "UNSENT", "pack_message", "message_body"]
 
 RETENTION_SECONDS = 90 * 86400
 #: Partitions per account (see the module docstring for the arithmetic). Changing it strands the messages in
@@ -86,16 +88,35 @@ def _account_of(key_value: str) -> str:
     return key_value.split("#", 1)[0]
 
 
+def pack_message(message: dict[str, Any]) -> bytes:
+    """The stored form of a message: its JSON, deflated. A SALE's message with the token fields is about 930
+    bytes of JSON (an item of 1.2 KB once claimed: 2 write units per write), about 500 deflated (the item stays
+    under 1 KB: 1 unit). Every write of the item pays for its whole size, so this halves the delivery's units."""
+    return zlib.compress(json.dumps(message, separators=(",", ":")).encode(), 6)
+
+
+def message_body(stored: Any) -> str:
+    """The SQS body (JSON) of a stored message attribute: deflated bytes (as the DynamoDB clients return a ``B``
+    value, or base64 as a Lambda stream event carries one), or the plain JSON of items written before."""
+    value = stored.get("message") if isinstance(stored, dict) else stored
+    if isinstance(value, str) and not value.startswith("{"):
+        value = base64.b64decode(value)
+    if isinstance(value, (bytes, bytearray)):
+        return zlib.decompress(bytes(value)).decode()
+    return str(value)
+
+
 def outbox_put(message: dict[str, Any], writer: str) -> dict[str, Any]:
     """The ``Put`` of a TransactWriteItems that keeps ``message`` for the stream relay (written with its
-    transaction). Only what the postback needs: the SQS body (``message``), the state the relay's filter
-    selects, the attempt count, the writer and the TTL; the ids are in the key and in ``message``.
+    transaction). Only what the postback needs: the SQS body (``message``, deflated: :func:`pack_message`), the
+    state the relay's filter selects, the attempt count, the writer and the TTL; the ids are in the key and in
+    ``message``.
 
     The condition admits a new delivery id or a retry of this very write (same ``writer``).
     """
     now = int(clock.now())
     item = {"account_id": partition(message["account_id"], message["delivery_id"]),
-            "attempt_key": f"MSG#{message['delivery_id']}", "message": json.dumps(message, separators=(",", ":")),
+            "attempt_key": f"MSG#{message['delivery_id']}", "message": pack_message(message),
             "state": UNSENT, "attempt": 0, "expiresAt": now + RETENTION_SECONDS, "writer": writer}
     return {"TableName": _table(), "Item": to_item(item),
             "ConditionExpression": "attribute_not_exists(attempt_key) OR writer = :w",
@@ -169,8 +190,9 @@ def _ids(stored: dict[str, Any]) -> tuple[str, str, str]:
     """(account id, delivery id, transaction id) of a stored message item: from its key and its message."""
     delivery_id = str(stored["attempt_key"]).removeprefix("MSG#")
     try:
-        transaction_id = str(json.loads(stored.get("message") or "{}").get("transaction_id") or "")
-    except ValueError:
+        transaction_id = str(json.loads(message_body(stored) if stored.get("message") else "{}")
+                             .get("transaction_id") or "")
+    except (ValueError, zlib.error):
         transaction_id = ""
     return _account_of(str(stored["account_id"])), delivery_id, transaction_id
 
@@ -197,7 +219,7 @@ def _update_message(message: dict[str, Any], now: float, what: str, redelivery: 
     ``(True, item after)``, or ``(False, item as it was)`` when the condition failed.
     """
     original = {k: v for k, v in message.items() if k not in ("redelivery", "requeued")}
-    values = {":m": json.dumps(original, separators=(",", ":")), ":exp": int(now) + RETENTION_SECONDS,
+    values = {":m": pack_message(original), ":exp": int(now) + RETENTION_SECONDS,
               ":now": round(now, 3), **values}
     condition = _UNLEASED
     if not redelivery:

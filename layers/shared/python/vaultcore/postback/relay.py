@@ -22,7 +22,7 @@ from typing import Any
 from vaultcore import metrics
 from vaultcore.errors import DependencyError
 from vaultcore.logs import clear_request_context, get_logger, set_request_context
-from vaultcore.postback.deliveries import UNSENT
+from vaultcore.postback.deliveries import UNSENT, message_body
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
 
@@ -38,7 +38,13 @@ def wanted(record: dict[str, Any]) -> bool:
     """What the filter passes, checked again here: a record the mapping let through by mistake is not queued."""
     image = (record.get("dynamodb") or {}).get("NewImage") or {}
     return (record.get("eventName") == "INSERT" and (image.get("state") or {}).get("S") == UNSENT
-            and "S" in (image.get("message") or {}))
+            and bool({"B", "S"} & set(image.get("message") or {})))
+
+
+def _body(record: dict[str, Any]) -> str:
+    """The SQS body: the new image's message (deflated binary, base64 in a Lambda event; or plain JSON)."""
+    value = record["dynamodb"]["NewImage"]["message"]
+    return message_body(value["B"] if "B" in value else value["S"])
 
 
 def _send(records: list[dict[str, Any]]) -> list[str]:
@@ -47,8 +53,7 @@ def _send(records: list[dict[str, Any]]) -> list[str]:
     sqs = client("sqs")
     for start in range(0, len(records), 10):
         chunk = records[start:start + 10]
-        entries = [{"Id": str(i), "MessageBody": r["dynamodb"]["NewImage"]["message"]["S"]}
-                   for i, r in enumerate(chunk)]
+        entries = [{"Id": str(i), "MessageBody": _body(r)} for i, r in enumerate(chunk)]
         try:
             out = sqs.send_message_batch(QueueUrl=settings().postback_queue_url, Entries=entries)
         except Exception as exc:  # noqa: BLE001 - the whole chunk is retried by the mapping
