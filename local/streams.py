@@ -112,7 +112,7 @@ class StreamSource:
     """One ``Type: DynamoDB`` event of a function: its stream, settings, and a checkpoint per shard."""
 
     def __init__(self, function: str, stream_arn: str, properties: dict[str, Any],
-                 invoke: Callable[[str, dict[str, Any]], Any], send_failure: Callable[[str, str], None] | None,
+                 invoke: Callable[[str, dict[str, Any]], Any], send_failure: Callable[[str, str], Any] | None,
                  failure_destination: str | None, streams: Any, retry_seconds: float = 0.0,
                  stop: threading.Event | None = None) -> None:
         self.function = function
@@ -187,11 +187,11 @@ class StreamSource:
                     self._deliver(shard_id, records[:half])
                     self._deliver(shard_id, records[half:])
                     return
-                failed_from = 0
+                failed_from: int | None = 0
             else:
                 failed_from = self._first_failed(records, result)
-                if failed_from is None:
-                    return
+            if failed_from is None:
+                return
             records = records[failed_from:]  # Lambda retries from the first failed record
             retries += 1
             if retries > self.max_retries:
