@@ -205,7 +205,11 @@ class Platform:
             if not existed:
                 ddb.create_table(**kwargs)
             if "StreamSpecification" in props:
-                self.attrs[(name, "StreamArn")] = ddb.describe_table(TableName=name)["Table"]["LatestStreamArn"]
+                table = ddb.describe_table(TableName=name)["Table"]
+                if "LatestStreamArn" not in table:  # an endpoint's table from a runner before the stream
+                    table = ddb.update_table(TableName=name,
+                                             StreamSpecification=kwargs["StreamSpecification"])["TableDescription"]
+                self.attrs[(name, "StreamArn")] = table["LatestStreamArn"]
             if "TimeToLiveSpecification" in props and not existed:
                 ddb.update_time_to_live(TableName=name, TimeToLiveSpecification=props["TimeToLiveSpecification"])
             self.refs[name] = name

@@ -404,3 +404,41 @@ def test_the_handler_answers_before_its_timeout_even_with_records_stuck(platform
     finally:
         release.set()
         receiver.close()
+
+
+# ------------------------------------------------------------------ the delivery log spread over shards
+def test_the_delivery_log_is_spread_over_shards_and_listed_newest_first(platform, monkeypatch):
+    """One account's delivery items land on many partitions (``<account>#<shard>``, the shard from the delivery
+    id), and the listing merges them -- and the unsharded partition of items written before the spread -- newest
+    first, as one partition's query did; ``limit``, ``transaction_id`` and ``delivery_id`` keep working."""
+    from vaultcore import clock
+    from vaultcore.postback import deliveries
+    from vaultcore.settings import settings
+
+    account_id = "555555555555"
+    start = 1_900_000_000.0
+    written = []
+    for i in range(40):  # one attempt a second, so their order is known
+        monkeypatch.setattr(clock, "now", lambda i=i: start + i)
+        delivery_id, transaction_id = f"00000000-0000-4000-8000-{i:012d}", f"{100000000000 + i}"
+        deliveries.record_attempt(account_id, delivery_id, transaction_id, 1, "delivered", 200, 5.0, None, "ok")
+        written.append((delivery_id, transaction_id))
+    # an attempt item written before the spread, at the unsharded key, older than all of them
+    boto3.client("dynamodb", region_name="us-east-1").put_item(TableName=settings().deliveries_table, Item={
+        "account_id": {"S": account_id}, "attempt_key": {"S": f"ATT#{int((start - 5) * 1000):013d}#old#001"},
+        "delivery_id": {"S": "old"}, "transaction_id": {"S": "099999999999"}, "attempt": {"N": "1"},
+        "status": {"S": "delivered"}, "at": {"N": str(int(start - 5))}})
+    partitions = {deliveries.partition(account_id, d) for d, _ in written}
+    assert len(partitions) > 20 and all(p.startswith(account_id + "#") for p in partitions)
+    listed = deliveries.list_attempts(account_id, limit=100)
+    assert [a["delivery_id"] for a in listed] == [d for d, _ in reversed(written)] + ["old"]
+    assert {a["account_id"] for a in listed} == {account_id}  # the caller's id, not the partition key
+    assert "attempt_key" not in listed[0] and "expiresAt" not in listed[0]
+    assert [a["delivery_id"] for a in deliveries.list_attempts(account_id, limit=3)] == [
+        d for d, _ in reversed(written[-3:])]
+    delivery_id, transaction_id = written[7]
+    assert [a["delivery_id"] for a in deliveries.list_attempts(account_id, transaction_id=transaction_id)] == [
+        delivery_id]
+    assert [a["transaction_id"] for a in deliveries.list_attempts(account_id, delivery_id=delivery_id)] == [
+        transaction_id]
+    assert deliveries.list_attempts("666666666666") == []

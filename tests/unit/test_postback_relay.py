@@ -256,3 +256,32 @@ def test_redrive_sends_the_failed_range_again(stream, monkeypatch):
                                       "startSequenceNumber": records[0]["dynamodb"]["SequenceNumber"],
                                       "endSequenceNumber": records[-1]["dynamodb"]["SequenceNumber"]}}
     assert relay.redrive(failure, streams=stream.streams) == 1 and sqs.sent == [body]
+
+
+def test_the_template_relays_the_deliveries_stream_with_retries_bisection_and_a_failure_destination():
+    """No constant-key outbox index and no sweep: the Deliveries stream, read by one event source mapping that
+    retries (bisecting), reports partial failures and gives up to an SQS failure destination."""
+    from local.template import load_template
+
+    resources = load_template()["Resources"]
+    table = resources["DeliveriesTable"]["Properties"]
+    assert "GlobalSecondaryIndexes" not in table and "LocalSecondaryIndexes" not in table
+    assert table["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
+    function = resources["PostbackOutboxFunction"]["Properties"]
+    (event,) = function["Events"].values()
+    assert event["Type"] == "DynamoDB"
+    props = event["Properties"]
+    assert props["Stream"] == {"Fn::GetAtt": ["DeliveriesTable", "StreamArn"]}
+    assert props["StartingPosition"] == "TRIM_HORIZON" and props["BisectBatchOnFunctionError"] is True
+    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+    assert 0 <= props["MaximumRetryAttempts"] <= 10_000
+    assert props["MaximumRecordAgeInSeconds"] < 86400  # inside the stream's retention: a redrive can read it
+    destination = props["DestinationConfig"]["OnFailure"]
+    assert destination["Type"] == "SQS"
+    assert destination["Destination"] == {"Fn::GetAtt": ["PostbackRelayDeadLetterQueue", "Arn"]}
+    policies = json.dumps(function["Policies"])
+    assert "DynamoDBStreamReadPolicy" in policies and "PostbackRelayDeadLetterQueue" in policies
+    assert "DynamoDBCrudPolicy" not in policies  # the relay reads the stream only: no table access
+    # nobody sends to the postback queue from the request path any more
+    for name in ("GatewayFunction", "CheckoutFunction"):
+        assert "PostbackQueue" not in json.dumps(resources[name]["Properties"].get("Policies")), name
