@@ -241,3 +241,41 @@ def test_a_read_whose_answer_was_lost_is_recovered_by_its_caller_only(platform, 
     status, _, late = call(platform, "TokenizeFunction", "POST", "/api/tokenization/read", raw,
                            {"Authorization": signed, **key})
     assert (status, late.get("errCode")) == (400, 3011), late
+
+
+def test_the_claim_admits_one_first_copy_its_own_returns_and_a_requeued_copy(platform, monkeypatch):
+    """The conditional write behind "a relay duplicate is a no-op", on the delivery item itself (moto): of two
+    first copies (two SQS messages of the relay) only the one that claims first ever claims; its own message
+    claims again after a failure; the sender's requeued copy (``requeued``) takes over; a redrive resets it."""
+    from vaultcore.postback import deliveries
+
+    receiver = Receiver()
+    try:
+        account = _account(platform, postback_url=receiver.url + "/ok")
+        assert Gateway(platform, account).card()["transaction_approved"] is True
+        (record,) = _copies(platform, 1)
+        message = json.loads(record["body"])
+        stored = deliveries.load_message(message["account_id"], message["delivery_id"])
+        assert stored is not None and stored["state"] == deliveries.UNSENT and stored["attempt"] == 0
+        first = deliveries.claim(message, 30, holder="sqs-a")
+        assert first["attempt"] == 1 and first["holder"] == "sqs-a"
+        deliveries.finish(first, 1, "failed", 500, 3.0, "HTTP 500", "")
+        with pytest.raises(deliveries.Claimed) as refused:
+            deliveries.claim(message, 30, holder="sqs-b")  # the relay's duplicate: no attempt 2 from it
+        assert refused.value.reason == "copy"
+        with pytest.raises(deliveries.Claimed):
+            deliveries.note_deferral(message, "circuit open", holder="sqs-b")  # nor a deferral entry
+        again = deliveries.claim(message, 30, holder="sqs-a")  # the first copy's own message, back
+        assert again["attempt"] == 2
+        deliveries.finish(again, 2, "failed", 500, 3.0, "HTTP 500", "")
+        requeued = deliveries.claim({**message, "requeued": 1}, 30, holder="sqs-c")  # its fresh copy
+        assert requeued["attempt"] == 3 and requeued["holder"] == "sqs-c"
+        deliveries.finish(requeued, 3, "dead-lettered", 500, 3.0, "HTTP 500", "")
+        deliveries.restart_attempts(record["body"])  # the operator's redrive of the dead-lettered message
+        redriven = deliveries.claim(message, 30, holder="sqs-d")
+        assert redriven["attempt"] == 1 and redriven["holder"] == "sqs-d"
+        stored = deliveries.load_message(message["account_id"], message["delivery_id"])
+        assert isinstance(stored["message"], bytes)  # deflated: the item stays under 1 KB
+        assert json.loads(deliveries.message_body(stored)) == message
+    finally:
+        receiver.close()
