@@ -30,6 +30,9 @@ __all__ = ["relay", "FILTER_PATTERN", "redrive", "wanted"]
 
 _log = get_logger("postback.relay")
 
+#: Empty GetRecords pages a redrive reads through before it stops (the range's records are older than that).
+REDRIVE_EMPTY_PAGES = 5
+
 #: The template's FilterCriteria pattern (tests/unit/test_template.py checks they are the same).
 FILTER_PATTERN: dict[str, Any] = {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"state": {"S": [UNSENT]}}}}
 
@@ -92,16 +95,20 @@ def redrive(failure: dict[str, Any], streams: Any = None) -> int:
                                           ShardIteratorType="AT_SEQUENCE_NUMBER",
                                           SequenceNumber=info["startSequenceNumber"])["ShardIterator"]
     last = int(info["endSequenceNumber"])
-    sent = 0
-    while iterator:
+    sent = empty = 0
+    # Until the range's last record; a page may come back empty before the data (DynamoDB Streams), so a few
+    # empty pages are read through; a closed shard ends with no next iterator.
+    while iterator and empty < REDRIVE_EMPTY_PAGES:
         out = streams.get_records(ShardIterator=iterator, Limit=100)
-        batch = [r for r in out.get("Records", []) if int(r["dynamodb"]["SequenceNumber"]) <= last]
+        records = out.get("Records", [])
+        batch = [r for r in records if int(r["dynamodb"]["SequenceNumber"]) <= last]
         chosen = [r for r in batch if wanted(r)]
         if _send(chosen):
             raise DependencyError("Internal error: SQS refused postbacks during the relay redrive; run it again.")
         sent += len(chosen)
-        if not out.get("Records") or len(batch) < len(out["Records"]):
+        if len(batch) < len(records) or (batch and int(batch[-1]["dynamodb"]["SequenceNumber"]) >= last):
             break
+        empty = 0 if records else empty + 1
         iterator = out.get("NextShardIterator")
     return sent
 
