@@ -267,7 +267,18 @@ class Requests:
         return {"awslogs": {"data": base64.b64encode(gzip.compress(json.dumps(data).encode())).decode()}}
 
     def postback_outbox(self) -> dict[str, Any]:
-        return {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+        """One Deliveries stream INSERT (a new postback, its message deflated as the gateway stores it)."""
+        import zlib
+
+        message = json.loads(self.postback()["Records"][0]["body"])
+        packed = base64.b64encode(zlib.compress(json.dumps(message, separators=(",", ":")).encode())).decode()
+        image = {"account_id": {"S": f"{message['account_id']}#00"}, "attempt_key": {"S": f"MSG#{message['delivery_id']}"},
+                 "message": {"B": packed}, "state": {"S": "unsent"}, "attempt": {"N": "0"}}
+        return {"Records": [{"eventID": "1", "eventName": "INSERT", "eventVersion": "1.1", "eventSource": "aws:dynamodb",
+                             "awsRegion": "us-east-1", "dynamodb": {"Keys": {k: image[k] for k in ("account_id", "attempt_key")},
+                                                                    "NewImage": image, "SequenceNumber": "1",
+                                                                    "StreamViewType": "NEW_IMAGE"},
+                             "eventSourceARN": "arn:aws:dynamodb:us-east-1:123456789012:table/DeliveriesTable/stream/1"}]}
 
     def wallet_certificates(self) -> dict[str, Any]:
         return {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
@@ -285,7 +296,7 @@ DESCRIPTIONS = {
     "management": "GET a partner", "checkout": "POST /paymentMethods", "collector": "GET the collection script",
     "wallet_domain": "GET the association file (none configured: 404)",
     "wallet_session": "session for an account without wallet settings (refused after the account lookup)",
-    "postback": "one SQS record delivered to the echo page", "postback_outbox": "scheduled sweep (empty outbox)",
+    "postback": "one SQS record delivered to the echo page", "postback_outbox": "one Deliveries stream record relayed to the postback queue",
     "proxy_log_shipper": "one subscription delivery of one proxy log line",
     "wallet_certificates": "daily certificate check (one Scan of the Registry)",
 }

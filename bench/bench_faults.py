@@ -5,8 +5,11 @@ moto server process, the fault proxy, a postback receiver, the runner with ``--a
 
 * ``ddb-lost-sale``: 30 s of concurrent keyed SALEs while 30% of DynamoDB writes lose their answer (applied),
   then faults off and every key replayed once;
-* ``sqs-lost-sweep``: postbacks left in the outbox (SendMessage reset), then half the SendMessage answers lost
-  while the outbox sweeper queues them;
+* ``sqs-lost-relay``: postbacks held in the Deliveries stream (the stream relay's SendMessageBatch reset), then
+  half its answers lost while the relay's retries queue them;
+* ``sigkill-relay`` / ``sigkill-relay-applied``: the runner SIGKILLed while its stream relay holds records it
+  read and has not queued (the send dropped, or applied with its answer lost); the restarted runner reads the
+  stream again from TRIM_HORIZON;
 * ``sigkill``: the runner SIGKILLed in the middle of a 10 s SALE burst, restarted onto the same data, every key
   replayed;
 * ``lifecycle-<mode>`` (issue 28, tests/faults/lifecycle.py): the lifecycle flows (capture and partial refunds,
@@ -51,8 +54,12 @@ def run(seconds: float = 30.0, commit: str | None = None, workers: int = 6, life
     try:
         for name, scenario in (
             ("ddb-lost-sale", lambda: harness.lost_answers_gateway(stack, seconds, workers=workers, postback_wait=90)),
-            ("sqs-lost-sweep", lambda: harness.sqs_lost_while_sweeping(stack, sales=40, lost_seconds=15,
+            ("sqs-lost-relay", lambda: harness.sqs_lost_while_relaying(stack, sales=40, lost_seconds=15,
                                                                        postback_wait=90)),
+            ("sigkill-relay", lambda: harness.sigkill_between_stream_read_and_send(stack, sales=10,
+                                                                                   postback_wait=90)),
+            ("sigkill-relay-applied", lambda: harness.sigkill_between_stream_read_and_send(
+                stack, sales=10, applied=True, postback_wait=90)),
             ("sigkill", lambda: harness.sigkill_mid_burst(stack, seconds=10, kill_after=5, workers=workers,
                                                           postback_wait=90)),
             # issue 28, placements 4, 7 and 8 (tests/faults/delivery_scenarios.py)

@@ -218,7 +218,7 @@ def _rendered(environment: str = "cert") -> tuple[dict[str, Any], dict[str, dict
 
 def functions_for_event(event: Any, environment: str = "cert") -> list[str]:
     """The template's functions one of whose event sources produces this event: an Api event of the same method
-    and resource, the SQS queue named by the records' ``eventSourceARN``, a Schedule, or (``awslogs``) the
+    and resource, the SQS queue or DynamoDB table stream named by the records' ``eventSourceARN``, a Schedule, or (``awslogs``) the
     destination of a CloudWatch Logs subscription filter."""
     _, resources = _rendered(environment)
     found = []
@@ -245,6 +245,13 @@ def functions_for_event(event: Any, environment: str = "cert") -> list[str]:
                 queue_id = queue.get("Fn::GetAtt", [None])[0] if isinstance(queue, dict) else None
                 arns = {str(r.get("eventSourceARN", "")) for r in event["Records"] if isinstance(r, dict)}
                 if queue_id and arns and all(a.rsplit(":", 1)[-1] == queue_id for a in arns):
+                    found.append(name)
+            elif kind == "DynamoDB" and isinstance(event.get("Records"), list) and event["Records"]:
+                # a stream ARN is <table ARN>/stream/<label>; the table's logical id is the table name locally
+                stream = props.get("Stream")
+                table_id = stream.get("Fn::GetAtt", [None])[0] if isinstance(stream, dict) else None
+                arns = {str(r.get("eventSourceARN", "")) for r in event["Records"] if isinstance(r, dict)}
+                if table_id and arns and all(f":table/{table_id}/stream/" in a for a in arns):
                     found.append(name)
             elif kind == "Schedule" and event.get("source") == "aws.events" \
                     and event.get("detail-type") == "Scheduled Event":

@@ -115,6 +115,7 @@ class Platform:
         self.modules: dict[str, ModuleType] = {}
         self.timeouts: dict[str, int] = {}
         self.sqs_sources: list[dict[str, Any]] = []
+        self.stream_sources: list[Any] = []  # local.streams.StreamSource, one per Type: DynamoDB event
         self.queue_urls_by_arn: dict[str, str] = {}
         self.schedules: list[dict[str, Any]] = []
         self.moto: ThreadedMotoServer | None = None
@@ -197,9 +198,18 @@ class Platform:
             for idx in ("LocalSecondaryIndexes", "GlobalSecondaryIndexes"):
                 if idx in props:
                     kwargs[idx] = props[idx]
+            if "StreamSpecification" in props:  # the template leaves StreamEnabled implicit; the API wants it
+                kwargs["StreamSpecification"] = {"StreamEnabled": True,
+                                                 "StreamViewType": props["StreamSpecification"]["StreamViewType"]}
             existed = self.reuse_resources and self._table_exists(ddb, name)
             if not existed:
                 ddb.create_table(**kwargs)
+            if "StreamSpecification" in props:
+                table = ddb.describe_table(TableName=name)["Table"]
+                if "LatestStreamArn" not in table:  # an endpoint's table from a runner before the stream
+                    table = ddb.update_table(TableName=name,
+                                             StreamSpecification=kwargs["StreamSpecification"])["TableDescription"]
+                self.attrs[(name, "StreamArn")] = table["LatestStreamArn"]
             if "TimeToLiveSpecification" in props and not existed:
                 ddb.update_time_to_live(TableName=name, TimeToLiveSpecification=props["TimeToLiveSpecification"])
             self.refs[name] = name
@@ -262,6 +272,8 @@ class Platform:
                                              "batch": int(eprops.get("BatchSize", 10)),
                                              "window": int(eprops.get("MaximumBatchingWindowInSeconds", 0)),
                                              "partial": "ReportBatchItemFailures" in (eprops.get("FunctionResponseTypes") or [])})
+                elif event["Type"] == "DynamoDB":
+                    self.stream_sources.append(self._stream_source(name, eprops))
             self.modules[name] = self._load(directory)
         from local.log_subscriptions import LogSubscriptions
 
@@ -274,6 +286,25 @@ class Platform:
         os.environ.update({k: str(v) for k, v in env.items()})
         # Concrete routes before greedy ones.
         self.routes.sort(key=lambda r: ("{" in r.path and "+}" in r.path, r.path.count("{")))
+
+    def _stream_source(self, function: str, eprops: dict[str, Any]) -> Any:
+        """A DynamoDB stream event source (local.streams) with its failure destination's SQS queue."""
+        import boto3
+
+        from local.streams import StreamSource
+
+        on_failure = ((eprops.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination")
+        sqs = boto3.client("sqs", region_name=REGION)
+        return StreamSource(function, str(eprops["Stream"]), eprops, self._invoke_with_timeout,
+                            lambda url, body: sqs.send_message(QueueUrl=url, MessageBody=body),
+                            self.queue_urls_by_arn.get(str(on_failure)) if on_failure else None,
+                            boto3.client("dynamodbstreams", region_name=REGION),
+                            retry_seconds=float(os.environ.get("LOCAL_STREAM_RETRY_SECONDS", "1")), stop=self._stop)
+
+    def pump_streams(self) -> int:
+        """One pass of every stream event source, in this thread (tests; the runner's threads do it on their own):
+        the records passed to handlers."""
+        return sum(source.pump() for source in self.stream_sources)
 
     def _load(self, directory: str) -> ModuleType:
         layer = str(ROOT / "layers" / "shared" / "python")
@@ -338,11 +369,14 @@ class Platform:
             "body": text if body else None, "isBase64Encoded": b64,
         }
 
-    # ------------------------------------------------------------ SQS event source
+    # ------------------------------------------------------------ SQS and DynamoDB stream event sources
     def start_pollers(self) -> None:
         for schedule in self.schedules:
             threading.Thread(target=self._tick, args=(schedule,), daemon=True,
                              name=f"schedule-{schedule['function']}").start()
+        for stream in self.stream_sources:  # every shard of the stream, in order (local.streams)
+            threading.Thread(target=stream.run, args=(self._stop,), daemon=True,
+                             name=f"stream-{stream.function}").start()
         for source in self.sqs_sources:
             # Lambda's event source mapping processes up to five batches of a standard queue at once (more as it
             # scales up): one slow batch does not stop the others.

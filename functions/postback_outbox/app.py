@@ -1,8 +1,9 @@
-"""Scheduled: queues postbacks the gateway kept in its outbox; wiring only (vaultcore.postback.outbox)."""
+"""DynamoDB stream event source (Deliveries table): queues the postbacks recorded with their transactions;
+wiring only (vaultcore.postback.relay)."""
 
-from vaultcore.postback.outbox import sweep
+from vaultcore.postback.relay import relay
 from vaultcore.runtime import init
 
-init(aws=("dynamodb", "kms", "sqs"))  # during Lambda init, not on the first sweep
+init(aws=("sqs",))  # during Lambda init, not on the first batch
 
-lambda_handler = sweep
+lambda_handler = relay

@@ -526,7 +526,8 @@ def build() -> dict[str, Any]:
             (200, "Queued.", obj({"delivery_id": S, "queued": {"const": True}}, ("delivery_id", "queued"))))},
         "/admin/v1/postbacks/redrive": {"post": _op(
             "redrivePostbacks", "postbacks", "Move dead-lettered postbacks back to the queue",
-            (200, "How many moved.", obj({"moved": I}, ("moved",))),
+            (200, "How many moved (and relayed: postbacks queued again from the stream relay's failed batches).",
+             obj({"moved": I, "relayed": I}, ("moved", "relayed"))),
             req="RedriveRequest", required=False, errs=(400,))},
     }
     schemas = _schemas()

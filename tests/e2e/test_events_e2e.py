@@ -72,7 +72,7 @@ def test_every_event_runs_through_local_invoke(runner, event):
             if result["headers"].get("Content-Type", "").startswith("application/json"):
                 payload = json.loads(body)
                 assert payload.get("success", True) is True and payload.get("error", False) is False, payload
-    elif event.name == "postback_batch.json":
+    elif event.name in ("postback_batch.json", "postback_outbox_stream.json"):  # the outbox relay: queued
         assert result == {"batchItemFailures": []}
     elif event.name == "proxy_log_shipper.json":
         assert result == {"stored": 1}
@@ -80,7 +80,7 @@ def test_every_event_runs_through_local_invoke(runner, event):
         assert set(result) == {"certificates", "fewestDaysLeft", "warningDays", "expiring"}
         assert result["warningDays"] == 30 and isinstance(result["certificates"], int)
     else:
-        assert set(result) == {"sent"}
+        raise AssertionError(f"{event.name}: no expectation for {result}")
 
 
 def test_a_5xx_answer_makes_local_invoke_exit_1(runner, tmp_path):

@@ -1,8 +1,10 @@
 """Issue 28 placements 4, 7 and 8 end to end under faults (tests/faults/delivery_scenarios.py): the local runner
 against a moto server behind the fault proxy, one stack for the module, each scenario its own account or partner.
 
-* a postback's copies (lost SendMessage answers) with the delivery-log write after each POST failing: one 2xx per
-  delivery id, no attempt POSTed twice;
+* a postback's copies (the stream relay's SendMessageBatch answers lost) with the delivery-log write after each
+  POST failing: one 2xx per delivery id, no attempt POSTed twice;
+* the runner SIGKILLed while its stream relay holds records it read and has not queued (the send then dropped,
+  or applied with its answer lost): the restarted runner reads the stream again, 0 lost, 0 POSTed twice;
 * tokenization ``read`` claims whose answers are lost: the keyed caller recovers its tokens, no other reader
   gets them;
 * RSAPI pages of the default range at the client's pace, under Query 503s: no 803, every SALE listed once.
@@ -36,6 +38,14 @@ def _assert_invariants(sc, violations):
 def test_postback_copies_with_the_delivery_log_write_failing(stack):
     sc, violations = delivery_scenarios.delivery_copies_log_write_failing(stack, sales=3)
     assert sc.notes["copies_queued"] > 0 and sc.notes["log_writes_failed"] > 0
+    _assert_invariants(sc, violations)
+
+
+@pytest.mark.parametrize("applied", [False, True], ids=["send-dropped", "send-applied"])
+def test_sigkill_between_the_stream_read_and_the_send(stack, applied):
+    sc, violations = harness.sigkill_between_stream_read_and_send(stack, sales=3, applied=applied)
+    assert sc.notes["held_sends"] >= 1 and sc.notes["delivered_at_kill"] == 0
+    assert stack.starts >= 2
     _assert_invariants(sc, violations)
 
 

@@ -128,12 +128,13 @@ def test_lost_dynamodb_answers_under_signed_calls(stack):
     _assert_invariants(sc, violations)
 
 
-def test_lost_sqs_answers_while_the_outbox_sweeps(stack):
-    """SendMessage refused while SALEs run (postbacks left in the outbox), then half its answers lost while the
-    sweeper queues them: copies on the queue, but each postback POSTed once per attempt and delivered once."""
-    sc, violations = harness.sqs_lost_while_sweeping(stack, sales=10, lost_seconds=6.0)
-    assert sc.notes["outbox_before_sweep"] > 0
-    assert stack.proxy.injected("lost_answer", "SendMessage") > 0
+def test_lost_sqs_answers_while_the_stream_relay_queues(stack):
+    """The stream relay's SendMessageBatch refused while SALEs run (postbacks wait in the Deliveries stream: the
+    event source mapping retries), then half its answers lost: copies on the queue, but each postback POSTed once
+    per attempt and delivered once."""
+    sc, violations = harness.sqs_lost_while_relaying(stack, sales=10, refused_seconds=4.0, lost_seconds=8.0)
+    assert sc.notes["relay_sends_refused"] > 0 and sc.notes["delivered_while_refused"] == 0
+    assert sc.notes["relay_answers_lost"] > 0
     _assert_invariants(sc, violations)
 
 

@@ -11,7 +11,9 @@ against the ``X-Amz-Target`` header of the AWS JSON protocol (``DynamoDB_2012081
 * ``http_5xx``: answer 500 InternalServerError (``status: 503``: ServiceUnavailable) without forwarding;
 * ``throttle``: answer 400 with a throttling error (``ThrottlingException``; DynamoDB
   ``ProvisionedThroughputExceededException`` unless the rule names a ``code``) without forwarding;
-* ``delay``: sleep ``seconds``, then forward.
+* ``delay``: sleep ``seconds``, then forward;
+* ``reset_after``: sleep ``seconds``, then reset the client's connection without forwarding (nothing applied): a
+  call the client made but that never left it, for a process killed meanwhile.
 
 A rule: ``{"mode": ..., "operations": ["DynamoDB_20120810.PutItem", "PutItem", "DynamoDB_20120810.*"],
 "probability": 0.3, "count": 10, "status": 503, "seconds": 2.0, "code": "..."}`` (``operations`` are shell
@@ -48,7 +50,7 @@ from urllib.parse import urlsplit
 
 __all__ = ["FaultProxy", "Rule", "MODES"]
 
-MODES = ("lost_answer", "reset_before", "http_5xx", "throttle", "delay")
+MODES = ("lost_answer", "reset_before", "http_5xx", "throttle", "delay", "reset_after")
 CONTROL_PATH = "/__faults"
 _HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te", "trailer", "upgrade",
                "content-length"}
@@ -61,7 +63,7 @@ class Rule:
     probability: float = 1.0
     count: int | None = None  # at most this many injections (None: unlimited)
     status: int = 500  # http_5xx: 500 or 503
-    seconds: float = 1.0  # delay
+    seconds: float = 1.0  # delay, reset_after
     code: str | None = None  # throttle / http_5xx: the error code to answer
     injected: int = 0
 
@@ -316,8 +318,10 @@ class FaultProxy:
                 if rule is not None and rule.mode in ("http_5xx", "throttle"):
                     self.close_connection = False
                     return self._send(*error_answer(rule, target))
-                if rule is not None and rule.mode == "delay":
+                if rule is not None and rule.mode in ("delay", "reset_after"):
                     time.sleep(rule.seconds)
+                    if rule.mode == "reset_after":
+                        return self._drop(reset=True)
                 try:
                     status, headers, data = proxy._forward(self.command, self.path, list(self.headers.items()), body)
                 except (http.client.HTTPException, OSError):

@@ -1,8 +1,8 @@
 """Issue 28, placements 4, 7 and 8 as fault scenarios on the harness's stack (tests/faults/harness.py): the
 short form is ``tests/e2e/test_faults_delivery_e2e.py``, the long form ``python -m bench.bench_faults``.
 
-* :func:`delivery_copies_log_write_failing` (placement 4): keyed SALEs, each with its SendMessage answer lost
-  once (two copies of each postback on the queue), while every BatchWriteItem -- the delivery-log write after
+* :func:`delivery_copies_log_write_failing` (placement 4): keyed SALEs, each with the stream relay's
+  SendMessageBatch answer lost once (two copies of each postback on the queue), while every BatchWriteItem -- the delivery-log write after
   each POST -- answers 500, until every postback has been answered 2xx once; then the copies are left to come
   back after the first copy's lease. Invariant (harness): one 2xx per delivery id, no (delivery id, attempt)
   pair POSTed twice.
@@ -48,16 +48,20 @@ def delivery_copies_log_write_failing(stack: Stack, sales: int = 4, settle_secon
     stack.proxy.clear(counts=True)
     log_write_fails = {"mode": "http_5xx", "operations": ["DynamoDB_20120810.BatchWriteItem"]}
     keys = [f"{sc.name}-{i:04d}-{secrets.token_hex(3)}" for i in range(sales)]
-    for key in keys:  # each SALE's SendMessage answer lost once: the client's retry queues a second copy
-        stack.proxy.set_rules([log_write_fails, {"mode": "lost_answer", "operations": ["AmazonSQS.SendMessage"],
-                                                 "count": 1}])
+    for key in keys:  # the relay's send of each SALE's postback loses its answer once: its retry queues a copy
+        stack.proxy.set_rules([log_write_fails, {"mode": "lost_answer",
+                                                 "operations": ["AmazonSQS.SendMessageBatch"], "count": 1}])
         sc.sale(key, "copies")
+        deadline = time.monotonic() + 10
+        while stack.proxy.counts.get("lost_answer AmazonSQS.SendMessageBatch", 0) < keys.index(key) + 1 \
+                and time.monotonic() < deadline:  # the relay reads the stream within a second
+            time.sleep(0.05)
     # the delivery-log writes keep failing until each postback has been answered 2xx once, and a little longer
     # (the write's own retries of the last one)
     stack.proxy.set_rules([log_write_fails])
     sc.wait_postbacks(postback_wait, settle=5.0)
     stack.proxy.clear()
-    sc.notes["copies_queued"] = stack.proxy.counts.get("lost_answer AmazonSQS.SendMessage", 0)
+    sc.notes["copies_queued"] = stack.proxy.counts.get("lost_answer AmazonSQS.SendMessageBatch", 0)
     sc.notes["log_writes_failed"] = stack.proxy.counts.get("http_5xx DynamoDB_20120810.BatchWriteItem", 0)
     time.sleep(settle_seconds)  # every copy comes back after the first one's lease: none may POST again
     snapshot = sc.charged_snapshot()

@@ -152,7 +152,7 @@ def sign(partner_id: str, hmac_key: str, path: str, body: bytes) -> str:
 class Stack:
     """moto (own process) <- fault proxy <- runner (subprocess, --aws-endpoint) -> postback receiver."""
 
-    def __init__(self, workdir: Path, sweep_seconds: float = 2.0, grace_seconds: float = 3.0,
+    def __init__(self, workdir: Path, sweep_seconds: float = 2.0,
                  visibility_timeout: int | None = 35, root: Path | None = None) -> None:
         """``visibility_timeout``: the postback queue is created before the runner (which then keeps it) with this
         visibility timeout instead of the template's 180 s, so a postback a killed runner had received comes back
@@ -164,7 +164,7 @@ class Stack:
         self.workdir = Path(workdir)
         self.workdir.mkdir(parents=True, exist_ok=True)
         self.state = self.workdir / "state"
-        self.sweep_seconds, self.grace_seconds = sweep_seconds, grace_seconds
+        self.sweep_seconds = sweep_seconds
         self.moto = MotoProcess(self.workdir / "moto.log")
         self.proxy = FaultProxy(self.moto.url).start()
         self.receiver = Receiver()
@@ -194,8 +194,7 @@ class Stack:
         return [sys.executable, "-m", "local.runner", "--port", "0", "--state-dir", str(self.state),
                 "--quiet-banner", "--no-seed", "--aws-endpoint", self.proxy.url,
                 "--env", "KEY_CACHE_SECONDS=0", "--env", "RECORD_CACHE_SECONDS=0",
-                "--env", "POSTBACK_RETRY_SCHEDULE=" + ",".join(["1"] * 11),
-                "--env", f"POSTBACK_OUTBOX_GRACE_SECONDS={self.grace_seconds:g}"]
+                "--env", "POSTBACK_RETRY_SCHEDULE=" + ",".join(["1"] * 11)]
 
     def start_runner(self) -> str:
         self.starts += 1
@@ -640,26 +639,65 @@ def lost_answers_signed(stack: Stack, seconds: float, workers: int = 6, probabil
     return sc, sc.check(postbacks=False)
 
 
-def sqs_lost_while_sweeping(stack: Stack, sales: int = 12, lost_seconds: float = 8.0,
+def _relay_sends(stack: Stack, mode: str) -> int:
+    return stack.proxy.counts.get(f"{mode} AmazonSQS.SendMessageBatch", 0)
+
+
+def sqs_lost_while_relaying(stack: Stack, sales: int = 12, refused_seconds: float = 4.0, lost_seconds: float = 8.0,
                             postback_wait: float = 40.0) -> tuple[Scenario, dict[str, list[str]]]:
-    """SendMessage refused (reset before moto) while SALEs run, so their postbacks stay in the outbox; then half
-    the SendMessage answers lost while the outbox sweeper queues them (copies on the queue); then faults off.
-    Each postback must still be POSTed once per attempt and delivered once."""
-    sc = Scenario(stack, "sqs-lost-sweep")
+    """The stream relay's SendMessageBatch refused (reset before moto) while SALEs run, so their postbacks wait in
+    the Deliveries stream (the event source mapping retries the batch, backing off); then half its answers lost
+    (applied, then retried: copies on the queue, and a failed batch is sent again from its first record); then
+    faults off. Each postback must still be POSTed once per attempt and delivered once."""
+    sc = Scenario(stack, "sqs-lost-relay")
     sc.account = stack.account(sc.postback_path)
     stack.proxy.clear(counts=True)
-    stack.proxy.set_rules([{"mode": "reset_before", "operations": ["AmazonSQS.SendMessage"]}])
+    stack.proxy.set_rules([{"mode": "reset_before", "operations": ["AmazonSQS.SendMessageBatch"]}])
     keys = [f"{sc.name}-{i:04d}-{secrets.token_hex(3)}" for i in range(sales)]
     with ThreadPoolExecutor(max_workers=4) as pool:
         list(pool.map(lambda k: sc.sale(k, "refused-sqs"), keys))
-    sc.notes["outbox_before_sweep"] = sum(1 for i in stack.scan("DeliveriesTable") if i.get("outbox")
-                                          and i.get("account_id") == sc.account["account_id"])
-    stack.proxy.set_rules([{"mode": "lost_answer", "operations": ["AmazonSQS.SendMessage"], "probability": 0.5}])
-    time.sleep(lost_seconds)  # several sweeps (LOCAL_SCHEDULE_SECONDS) with half their answers lost
+    time.sleep(refused_seconds)  # the relay keeps retrying the batch: nothing reaches the queue
+    sc.notes["relay_sends_refused"] = _relay_sends(stack, "reset_before")
+    sc.notes["delivered_while_refused"] = len(sc._postbacks(only_ok=True))
+    stack.proxy.set_rules([{"mode": "lost_answer", "operations": ["AmazonSQS.SendMessageBatch"],
+                            "probability": 0.5}])
+    time.sleep(lost_seconds)  # the retries, half of their answers lost
+    sc.notes["relay_answers_lost"] = _relay_sends(stack, "lost_answer")
     stack.proxy.clear()
     snapshot = sc.charged_snapshot()
     sc.replay_keys(keys)
     sc.wait_postbacks(postback_wait)
+    return sc, sc.check(snapshot=snapshot)
+
+
+def sigkill_between_stream_read_and_send(stack: Stack, sales: int = 4, applied: bool = False, hold: float = 4.0,
+                                         postback_wait: float = 60.0) -> tuple[Scenario, dict[str, list[str]]]:
+    """The runner is SIGKILLed while its stream relay holds records it has read from the Deliveries stream and
+    has not queued: its SendMessageBatch is held by the proxy for ``hold`` seconds, the kill comes meanwhile, then
+    the send is dropped (``applied`` False: nothing queued) or forwarded (``applied``: queued, the answer lost
+    with the process). The restarted runner reads the stream again from TRIM_HORIZON (its checkpoint was in
+    memory), so it queues these postbacks again -- and every earlier one of the stream: 0 lost, and the copies
+    POST nothing (one POST per delivery id and attempt, one 2xx per delivery id)."""
+    sc = Scenario(stack, "sigkill-relay-applied" if applied else "sigkill-relay")
+    sc.account = stack.account(sc.postback_path)
+    stack.proxy.clear(counts=True)
+    mode = "delay" if applied else "reset_after"
+    stack.proxy.set_rules([{"mode": mode, "operations": ["AmazonSQS.SendMessageBatch"], "seconds": hold}])
+    keys = [f"{sc.name}-{i:04d}-{secrets.token_hex(3)}" for i in range(sales)]
+    for key in keys:
+        sc.sale(key, "before-kill")
+    deadline = time.monotonic() + 10
+    while _relay_sends(stack, mode) == 0 and time.monotonic() < deadline:  # the relay is in its send
+        time.sleep(0.05)
+    sc.notes["held_sends"] = _relay_sends(stack, mode)
+    stack.kill_runner()
+    stack.proxy.clear()
+    sc.notes["delivered_at_kill"] = len(sc._postbacks(only_ok=True))
+    time.sleep(hold + 0.5)  # the held send is dropped or applied by now
+    stack.start_runner()
+    snapshot = sc.charged_snapshot()
+    sc.replay_keys(keys)
+    sc.wait_postbacks(postback_wait, settle=5.0)
     return sc, sc.check(snapshot=snapshot)
 
 

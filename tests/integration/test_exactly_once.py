@@ -123,7 +123,8 @@ def _approved(account: dict) -> list[dict]:
     return [t for t in _transactions(account) if t.get("transaction_approved")]
 
 
-def _queued() -> list[MessageTypeDef]:
+def _queued(platform) -> list[MessageTypeDef]:
+    platform.pump_streams()  # the Deliveries stream relay queues what the gateway recorded
     sqs = boto3.client("sqs", region_name="us-east-1")
     out: list[MessageTypeDef] = []
     while True:
@@ -141,7 +142,7 @@ def test_a_sale_whose_every_write_answer_is_lost_charges_once_and_answers(platfo
         account = _account(platform, receiver.url + "/ok")
         wrapper = faults(WRITES)
         status, headers, sale = _sale(platform, account, key="order-1")
-        # the idempotency claim, the transaction + outbox transaction and the completion were each sent twice
+        # the idempotency claim, the transaction + delivery transaction and the completion were each sent twice
         assert {"put_item", "transact_write_items", "update_item"} <= set(wrapper.faults)
         assert status == 200 and sale["transaction_approved"] is True, sale
         (recorded,) = _approved(account)
@@ -149,7 +150,7 @@ def test_a_sale_whose_every_write_answer_is_lost_charges_once_and_answers(platfo
         status, headers, replay = _sale(platform, account, key="order-1")
         assert status == 200 and headers.get("Idempotent-Replayed") == "true"
         assert replay["transaction_id"] == sale["transaction_id"] and len(_approved(account)) == 1
-        (message,) = _queued()
+        (message,) = _queued(platform)
         assert json.loads(message["Body"])["transaction_id"] == sale["transaction_id"]
     finally:
         receiver.close()
@@ -244,43 +245,37 @@ def test_a_write_that_certainly_did_not_land_says_so_and_frees_the_key(platform,
     assert [t["transaction_id"] for t in _approved(account)] == [retry["transaction_id"]]
 
 
-def test_a_sale_killed_after_its_write_gets_its_postback_on_replay(platform, monkeypatch):
-    """The request dies between the transaction write and the SQS send: the replay of its key queues the postback
-    (once), and the outbox sweeper then has nothing left to send."""
-    from vaultcore.gateway import postbacks
+def test_a_sale_killed_after_its_write_gets_its_postback_from_the_stream(platform, monkeypatch):
+    """The request dies right after the transaction write (its delivery item in the same TransactWriteItems):
+    the Deliveries stream relay queues the postback all the same, once; the replay of the key queues nothing."""
+    from vaultcore import metrics
 
     account = _account(platform, "http://127.0.0.1:9/ok")
-    real_send = postbacks.send
 
-    def die(message):
+    def die(*args, **kwargs):
         raise RuntimeError("the container was killed")
 
-    monkeypatch.setattr(postbacks, "send", die)
-    assert _sale(platform, account, key="order-killed")[0] == 500  # the handler's last resort answer
-    monkeypatch.setattr(postbacks, "send", real_send)
+    with monkeypatch.context() as patched:
+        patched.setattr(metrics, "gateway_outcome", die)  # the first thing the request does after the write
+        assert _sale(platform, account, key="order-killed")[0] == 500  # the handler's last resort answer
     (recorded,) = _approved(account)
-    assert _queued() == []
+    (message,) = _queued(platform)
+    assert json.loads(message["Body"])["delivery_id"] == recorded["delivery_id"]
     clock.set_offset(31)
     status, headers, replay = _sale(platform, account, key="order-killed")
     assert status == 200 and headers.get("Idempotent-Replayed") == "true"
     assert replay["transaction_id"] == recorded["transaction_id"]
-    (message,) = _queued()
-    assert json.loads(message["Body"])["delivery_id"] == recorded["delivery_id"]
-    monkeypatch.setenv("POSTBACK_OUTBOX_GRACE_SECONDS", "0")
-    assert platform.invoke("PostbackOutboxFunction", {}) == {"sent": 0}
+    assert _queued(platform) == []  # nothing more: the stream has no new delivery
 
 
-def test_a_sale_killed_after_its_write_without_a_key_is_swept(platform, monkeypatch):
-    from vaultcore.gateway import postbacks
+def test_a_sale_killed_after_its_write_without_a_key_gets_its_postback(platform, monkeypatch):
+    from vaultcore import metrics
 
     account = _account(platform, "http://127.0.0.1:9/ok")
-    monkeypatch.setattr(postbacks, "send", lambda message: (_ for _ in ()).throw(RuntimeError("killed")))
+    monkeypatch.setattr(metrics, "gateway_outcome", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("killed")))
     assert _sale(platform, account)[0] == 500
     (recorded,) = _approved(account)
-    assert platform.invoke("PostbackOutboxFunction", {}) == {"sent": 0}  # within the grace period
-    clock.set_offset(61)
-    assert platform.invoke("PostbackOutboxFunction", {}) == {"sent": 1}
-    (message,) = _queued()
+    (message,) = _queued(platform)
     assert json.loads(message["Body"])["transaction_id"] == recorded["transaction_id"]
 
 
@@ -321,7 +316,7 @@ def test_a_delivery_claim_whose_answer_is_lost_is_still_attempt_one(platform, fa
     try:
         account = _account(platform, receiver.url + "/ok")
         status, _, sale = _sale(platform, account)
-        (m,) = _queued()
+        (m,) = _queued(platform)
         wrapper = faults({"update_item", "batch_write_item"})
         record = {"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
                   "attributes": m["Attributes"], "messageAttributes": {}, "eventSource": "aws:sqs",

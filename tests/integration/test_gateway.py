@@ -88,7 +88,8 @@ def _bfid_and_tokens(gw: Gateway, transaction_id: str) -> dict:
                      "vault_token_bank_routing_number")["transaction"]
 
 
-def _queue_messages() -> list[dict]:
+def _queue_messages(platform) -> list[dict]:
+    platform.pump_streams()  # the Deliveries stream relay queues what the gateway recorded
     sqs = client("sqs")
     out: list[dict] = []
     while True:
@@ -547,7 +548,7 @@ def test_reissue_is_recorded_and_sent_in_the_postback(platform):
                      vault_token_card_expiration=tokens["vault_token_card_expiration"])
     assert reissue["transaction_approved"]
     assert gw.report(transaction_id=reissue["transaction_id"])["transaction"]["reissue"] == "1"
-    messages = {m["transaction_id"]: m for m in _queue_messages()}
+    messages = {m["transaction_id"]: m for m in _queue_messages(platform)}
     entry = messages[reissue["transaction_id"]]["response"]
     assert entry["reissue"] == "1" and entry["bfid"] == tokens["bfid"]
     assert entry["vault_token_card_number"] == tokens["vault_token_card_number"]
@@ -705,7 +706,7 @@ def test_postback_messages_for_sale_authorization_and_capture(platform):
     capture = gw.pay(transaction_type="CAPTURE", token_id=auth["transaction_id"], transaction_amount="20.00")
     declined = gw.card("4000000000000002")
     gw.card("4242424242424241")  # a validation failure is no transaction: no postback
-    messages = _queue_messages()
+    messages = _queue_messages(platform)
     assert [m["transaction_id"] for m in messages] == [sale["transaction_id"], auth["transaction_id"],
                                                        capture["transaction_id"], declined["transaction_id"]]
     for m, response in zip(messages, (sale, auth, capture, declined), strict=True):
@@ -718,7 +719,7 @@ def test_postback_messages_for_sale_authorization_and_capture(platform):
     # no postback URL: no message
     plain = Gateway(platform, _account(platform))
     plain.card()
-    assert _queue_messages() == []
+    assert _queue_messages(platform) == []
 
 
 # ----------------------------------------------------------------------------------------------- accounts

@@ -318,6 +318,7 @@ def test_every_transaction_type_posts_back_and_an_ach_return_does_too(platform):
     returned = m.post(transaction_type="SALE", bank_account_number="000000000002", bank_routing_number="011000015",
                       transaction_amount="7.00")
     m.post(transaction_type="SETTLE-BATCH")
+    platform.pump_streams()  # the Deliveries stream relay queues the postbacks (the ACH return's too)
     sqs = boto3.client("sqs", region_name="us-east-1")
     bodies = []
     while True:

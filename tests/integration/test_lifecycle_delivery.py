@@ -90,8 +90,10 @@ class _Context:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
-def _copies(n: int) -> list[dict]:
-    """The postback queue's messages as SQS event records (each SQS message its own ``messageId``)."""
+def _copies(platform, n: int) -> list[dict]:
+    """The postback queue's messages as SQS event records (each SQS message its own ``messageId``), after the
+    Deliveries stream relay has queued what the gateway recorded."""
+    platform.pump_streams()
     sqs = boto3.client("sqs", region_name="us-east-1")
     records: list[dict] = []
     for _ in range(10):
@@ -113,7 +115,7 @@ def _posts(receiver: Receiver, delivery_id: str) -> list[tuple[str, int]]:
 
 
 def test_a_second_copy_is_not_posted_when_the_delivery_log_write_fails(platform, monkeypatch):
-    """Issue 28 placement 4: a lost SendMessage answer queues two copies of one postback; the receiver answers the
+    """Issue 28 placement 4: a lost SendMessageBatch answer (the stream relay's) queues two copies of one postback; the receiver answers the
     first copy 200 and every delivery-log write after that POST fails. The second copy's claim fails: one POST.
     And a copy whose attempt failed (500) with its log write failing too is not lost: its own message, back
     after its lease, makes attempt 2, while the other copy is refused."""
@@ -126,10 +128,10 @@ def test_a_second_copy_is_not_posted_when_the_delivery_log_write_fails(platform,
         handler = platform.modules["PostbackFunction"].lambda_handler
         for account, path in ((ok_account, "/ok"), (flaky_account, "/flaky/1")):
             gw = Gateway(platform, account)
-            sqs.lose_answer("send_message")  # the gateway's SendMessage is applied twice: two copies
             assert gw.card()["transaction_approved"] is True
+            sqs.lose_answer("send_message_batch")  # the stream relay's send is applied twice: two copies
+            first, second = _copies(platform, 2)
             sqs.clear()
-            first, second = _copies(2)
             assert first["body"] == second["body"] and first["messageId"] != second["messageId"]
             delivery_id = json.loads(first["body"])["delivery_id"]
             # the claim (the first UpdateItem) goes through; every Deliveries write after the POST fails
@@ -151,7 +153,7 @@ def test_a_second_copy_is_not_posted_when_the_delivery_log_write_fails(platform,
                 assert stored is not None and (stored["state"], stored["holder"]) == ("sending", first["messageId"])
                 with pytest.raises(deliveries.Claimed) as claimed:
                     deliveries.note_deferral(message, "circuit open", holder=second["messageId"])
-                assert claimed.value.reason == "held"
+                assert claimed.value.reason == "copy"  # a duplicate of the relay's: never the holder
             else:
                 assert out == {"batchItemFailures": [{"itemIdentifier": first["messageId"]}]}
                 assert _posts(receiver, delivery_id) == [("1", 500)]
@@ -161,6 +163,36 @@ def test_a_second_copy_is_not_posted_when_the_delivery_log_write_fails(platform,
                 assert handler({"Records": [second]}, _Context(30)) == {"batchItemFailures": []}
                 assert _posts(receiver, delivery_id) == [("1", 500), ("2", 200)]
         assert "fail:batch_write_item" in ddb.injected
+    finally:
+        receiver.close()
+
+
+def test_a_relay_duplicate_after_a_failed_attempt_makes_no_extra_attempt(platform, monkeypatch):
+    """The stream relay's SendMessageBatch is applied but answers an error: the event source mapping retries the
+    batch and queues a second copy. The first copy's attempt 1 fails (500, recorded); the duplicate, received
+    before the first copy comes back, is acknowledged without a POST (the claim admits a first copy only while
+    nobody has claimed the delivery); the first copy's own message makes attempt 2. One POST per attempt."""
+    receiver = Receiver()
+    try:
+        account = _account(platform, postback_url=receiver.url + "/flaky/1")
+        sqs = AwsFaults.install("sqs", monkeypatch)
+        handler = platform.modules["PostbackFunction"].lambda_handler
+        assert Gateway(platform, account).card()["transaction_approved"] is True
+        sqs.drop_answer("send_message_batch")  # applied; the relay reports the record failed; retried
+        first, second = _copies(platform, 2)
+        assert sqs.injected == ["drop:send_message_batch"]
+        assert first["body"] == second["body"] and first["messageId"] != second["messageId"]
+        delivery_id = json.loads(first["body"])["delivery_id"]
+        assert handler({"Records": [first]}, _Context(30)) == {"batchItemFailures": [
+            {"itemIdentifier": first["messageId"]}]}
+        assert _posts(receiver, delivery_id) == [("1", 500)]
+        clock.set_offset(clock.offset() + 600)  # past the retry schedule's delay
+        assert handler({"Records": [second]}, _Context(30)) == {"batchItemFailures": []}  # skipped, no POST
+        assert _posts(receiver, delivery_id) == [("1", 500)]
+        assert handler({"Records": [first]}, _Context(30)) == {"batchItemFailures": []}
+        assert _posts(receiver, delivery_id) == [("1", 500), ("2", 200)]
+        assert handler({"Records": [second]}, _Context(30)) == {"batchItemFailures": []}  # delivered: skipped
+        assert _posts(receiver, delivery_id) == [("1", 500), ("2", 200)]
     finally:
         receiver.close()
 
@@ -209,3 +241,41 @@ def test_a_read_whose_answer_was_lost_is_recovered_by_its_caller_only(platform, 
     status, _, late = call(platform, "TokenizeFunction", "POST", "/api/tokenization/read", raw,
                            {"Authorization": signed, **key})
     assert (status, late.get("errCode")) == (400, 3011), late
+
+
+def test_the_claim_admits_one_first_copy_its_own_returns_and_a_requeued_copy(platform, monkeypatch):
+    """The conditional write behind "a relay duplicate is a no-op", on the delivery item itself (moto): of two
+    first copies (two SQS messages of the relay) only the one that claims first ever claims; its own message
+    claims again after a failure; the sender's requeued copy (``requeued``) takes over; a redrive resets it."""
+    from vaultcore.postback import deliveries
+
+    receiver = Receiver()
+    try:
+        account = _account(platform, postback_url=receiver.url + "/ok")
+        assert Gateway(platform, account).card()["transaction_approved"] is True
+        (record,) = _copies(platform, 1)
+        message = json.loads(record["body"])
+        stored = deliveries.load_message(message["account_id"], message["delivery_id"])
+        assert stored is not None and stored["state"] == deliveries.UNSENT and stored["attempt"] == 0
+        first = deliveries.claim(message, 30, holder="sqs-a")
+        assert first["attempt"] == 1 and first["holder"] == "sqs-a"
+        deliveries.finish(first, 1, "failed", 500, 3.0, "HTTP 500", "")
+        with pytest.raises(deliveries.Claimed) as refused:
+            deliveries.claim(message, 30, holder="sqs-b")  # the relay's duplicate: no attempt 2 from it
+        assert refused.value.reason == "copy"
+        with pytest.raises(deliveries.Claimed):
+            deliveries.note_deferral(message, "circuit open", holder="sqs-b")  # nor a deferral entry
+        again = deliveries.claim(message, 30, holder="sqs-a")  # the first copy's own message, back
+        assert again["attempt"] == 2
+        deliveries.finish(again, 2, "failed", 500, 3.0, "HTTP 500", "")
+        requeued = deliveries.claim({**message, "requeued": 1}, 30, holder="sqs-c")  # its fresh copy
+        assert requeued["attempt"] == 3 and requeued["holder"] == "sqs-c"
+        deliveries.finish(requeued, 3, "dead-lettered", 500, 3.0, "HTTP 500", "")
+        deliveries.restart_attempts(record["body"])  # the operator's redrive of the dead-lettered message
+        redriven = deliveries.claim(message, 30, holder="sqs-d")
+        assert redriven["attempt"] == 1 and redriven["holder"] == "sqs-d"
+        stored = deliveries.load_message(message["account_id"], message["delivery_id"])
+        assert isinstance(stored["message"], bytes)  # deflated: the item stays under 1 KB
+        assert json.loads(deliveries.message_body(stored)) == message
+    finally:
+        receiver.close()

@@ -32,6 +32,7 @@ def test_one_failing_record_is_retried_and_the_others_are_not(platform, monkeypa
                 "transaction_type": "SALE", "tender_type": "CARD", "card_number": "4242424242424242",
                 "card_expiration": "1230", "transaction_amount": "5.00", "currency": "USD"})
             assert body["transaction_approved"] is True, body
+        assert platform.pump_streams() == 3  # the Deliveries stream relay queues the three postbacks
         sqs = boto3.client("sqs", region_name="us-east-1")
         url = platform.refs["PostbackQueue"]
         messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
@@ -64,6 +65,7 @@ def test_a_message_already_delivered_is_not_sent_twice(platform, monkeypatch):
             "account_id": account["account_id"], "api_accesskey": account["api_accesskey"],
             "transaction_type": "SALE", "tender_type": "CARD", "card_number": "4242424242424242",
             "card_expiration": "1230", "transaction_amount": "5.00", "currency": "USD"})
+        platform.pump_streams()
         sqs = boto3.client("sqs", region_name="us-east-1")
         url = platform.refs["PostbackQueue"]
         m = sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"][0]
@@ -78,30 +80,44 @@ def test_a_message_already_delivered_is_not_sent_twice(platform, monkeypatch):
         receiver.close()
 
 
-def test_a_postback_sqs_refused_waits_in_the_outbox_and_is_delivered(platform, monkeypatch):
-    """Nothing accepted is lost: the SALE succeeds while SQS is unavailable; the sweeper queues it later."""
+def test_a_postback_sqs_refused_goes_to_the_relay_failure_queue_and_is_redriven(platform, monkeypatch):
+    """Nothing accepted is lost: the SALE succeeds without any SQS call; while SQS refuses the stream relay's
+    sends, the event source mapping retries the batch, then gives it up to the failure destination; the
+    operator's redrive reads that range of the stream again and queues the postback, delivered once."""
     from vaultcore.settings import reset_settings
 
     receiver = Receiver()
     try:
         _, account = admin(platform, "POST", "/admin/v1/accounts", {"options": {}, "postback_url": receiver.url + "/ok"})
-        real_queue = platform.refs["PostbackQueue"]
-        monkeypatch.setenv("POSTBACK_QUEUE_URL", real_queue + "-unavailable")  # SQS answers NonExistentQueue
-        reset_settings()
         status, _, sale = call(platform, "GatewayFunction", "POST", "/api/qsapi/3.8", {
             "account_id": account["account_id"], "api_accesskey": account["api_accesskey"],
             "transaction_type": "SALE", "tender_type": "CARD", "card_number": "4242424242424242",
             "card_expiration": "1230", "transaction_amount": "7.00", "currency": "USD"})
         assert status == 200 and sale["transaction_approved"] is True
+        real_queue = platform.refs["PostbackQueue"]
+        monkeypatch.setenv("POSTBACK_QUEUE_URL", real_queue + "-unavailable")  # SQS answers NonExistentQueue
+        reset_settings()
+        relay_source = platform.stream_sources[0]
+        relay_source.retry_seconds = 0  # the retries' backoff (1 s doubling locally): not waited for here
+        invocations: list[int] = []
+        relay = platform.modules["PostbackOutboxFunction"].lambda_handler
+        monkeypatch.setattr(platform.modules["PostbackOutboxFunction"], "lambda_handler",
+                            lambda event, ctx: invocations.append(len(event["Records"])) or relay(event, ctx))
+        assert platform.pump_streams() == 1
+        assert invocations == [1] * (relay_source.max_retries + 1)  # the first try and every retry
         sqs = boto3.client("sqs", region_name="us-east-1")
         assert "Messages" not in sqs.receive_message(QueueUrl=real_queue, WaitTimeSeconds=0)
+        failures = sqs.receive_message(QueueUrl=platform.refs["PostbackRelayDeadLetterQueue"],
+                                       VisibilityTimeout=0)["Messages"]
+        info = json.loads(failures[0]["Body"])["DDBStreamBatchInfo"]
+        assert info["batchSize"] == 1 and info["streamArn"] == platform.attrs[("DeliveriesTable", "StreamArn")]
+        assert platform.pump_streams() == 0  # the shard moved on: nothing read twice
         monkeypatch.setenv("POSTBACK_QUEUE_URL", real_queue)
         reset_settings()
-        # written with the transaction, left to the request that wrote it for the grace period
-        assert platform.invoke("PostbackOutboxFunction", {}) == {"sent": 0}
-        monkeypatch.setenv("POSTBACK_OUTBOX_GRACE_SECONDS", "0")
-        assert platform.invoke("PostbackOutboxFunction", {}) == {"sent": 1}
-        assert platform.invoke("PostbackOutboxFunction", {}) == {"sent": 0}  # left the outbox
+        status, moved = admin(platform, "POST", "/admin/v1/postbacks/redrive", {})
+        assert status == 200 and moved == {"moved": 0, "relayed": 1}, moved
+        assert "Messages" not in sqs.receive_message(QueueUrl=platform.refs["PostbackRelayDeadLetterQueue"],
+                                                     WaitTimeSeconds=0)
         m = sqs.receive_message(QueueUrl=real_queue, AttributeNames=["All"])["Messages"][0]
         assert json.loads(m["Body"])["transaction_id"] == sale["transaction_id"]
         record = {"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
@@ -140,6 +156,7 @@ def _sale(platform, account: dict) -> str:
 
 
 def _receive(platform, n: int) -> list[MessageTypeDef]:
+    platform.pump_streams()  # the stream relay queues what the gateway recorded
     sqs = boto3.client("sqs", region_name="us-east-1")
     messages: list[MessageTypeDef] = []
     while len(messages) < n:
@@ -387,3 +404,41 @@ def test_the_handler_answers_before_its_timeout_even_with_records_stuck(platform
     finally:
         release.set()
         receiver.close()
+
+
+# ------------------------------------------------------------------ the delivery log spread over shards
+def test_the_delivery_log_is_spread_over_shards_and_listed_newest_first(platform, monkeypatch):
+    """One account's delivery items land on many partitions (``<account>#<shard>``, the shard from the delivery
+    id), and the listing merges them -- and the unsharded partition of items written before the spread -- newest
+    first, as one partition's query did; ``limit``, ``transaction_id`` and ``delivery_id`` keep working."""
+    from vaultcore import clock
+    from vaultcore.postback import deliveries
+    from vaultcore.settings import settings
+
+    account_id = "555555555555"
+    start = 1_900_000_000.0
+    written = []
+    for i in range(40):  # one attempt a second, so their order is known
+        monkeypatch.setattr(clock, "now", lambda i=i: start + i)
+        delivery_id, transaction_id = f"00000000-0000-4000-8000-{i:012d}", f"{100000000000 + i}"
+        deliveries.record_attempt(account_id, delivery_id, transaction_id, 1, "delivered", 200, 5.0, None, "ok")
+        written.append((delivery_id, transaction_id))
+    # an attempt item written before the spread, at the unsharded key, older than all of them
+    boto3.client("dynamodb", region_name="us-east-1").put_item(TableName=settings().deliveries_table, Item={
+        "account_id": {"S": account_id}, "attempt_key": {"S": f"ATT#{int((start - 5) * 1000):013d}#old#001"},
+        "delivery_id": {"S": "old"}, "transaction_id": {"S": "099999999999"}, "attempt": {"N": "1"},
+        "status": {"S": "delivered"}, "at": {"N": str(int(start - 5))}})
+    partitions = {deliveries.partition(account_id, d) for d, _ in written}
+    assert len(partitions) > 20 and all(p.startswith(account_id + "#") for p in partitions)
+    listed = deliveries.list_attempts(account_id, limit=100)
+    assert [a["delivery_id"] for a in listed] == [d for d, _ in reversed(written)] + ["old"]
+    assert {a["account_id"] for a in listed} == {account_id}  # the caller's id, not the partition key
+    assert "attempt_key" not in listed[0] and "expiresAt" not in listed[0]
+    assert [a["delivery_id"] for a in deliveries.list_attempts(account_id, limit=3)] == [
+        d for d, _ in reversed(written[-3:])]
+    delivery_id, transaction_id = written[7]
+    assert [a["delivery_id"] for a in deliveries.list_attempts(account_id, transaction_id=transaction_id)] == [
+        delivery_id]
+    assert [a["transaction_id"] for a in deliveries.list_attempts(account_id, delivery_id=delivery_id)] == [
+        transaction_id]
+    assert deliveries.list_attempts("666666666666") == []

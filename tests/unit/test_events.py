@@ -101,15 +101,20 @@ def test_api_events_are_rest_proxy_events_consistent_with_their_route(path):
         assert event["body"] is None
 
 
-def test_the_sqs_and_schedule_events_have_the_event_source_shapes():
+def test_the_sqs_and_stream_events_have_the_event_source_shapes():
     batch = _load(ROOT / "events" / "postback_batch.json")
     for record in batch["Records"]:
         assert record["eventSource"] == "aws:sqs" and record["eventSourceARN"].endswith(":PostbackQueue")
         assert {"messageId", "receiptHandle", "body", "attributes", "md5OfBody", "awsRegion"} <= set(record)
         message = json.loads(record["body"])
         assert {"delivery_id", "account_id", "transaction_id", "response"} <= set(message)
-    schedule = _load(ROOT / "events" / "postback_outbox_schedule.json")
-    assert schedule["source"] == "aws.events" and schedule["detail-type"] == "Scheduled Event"
+    stream = _load(ROOT / "events" / "postback_outbox_stream.json")
+    for record in stream["Records"]:  # what the relay's event source mapping passes (its filter)
+        from vaultcore.postback.relay import wanted
+
+        assert record["eventSource"] == "aws:dynamodb" and "/stream/" in record["eventSourceARN"] and wanted(record)
+        message = json.loads(record["dynamodb"]["NewImage"]["message"]["S"])
+        assert {"delivery_id", "account_id", "transaction_id", "response"} <= set(message)
 
 
 @pytest.mark.parametrize("path", EVENTS, ids=lambda p: p.name)

@@ -197,7 +197,7 @@ ISSUE_22_ALARMS = {
     *(f"{api}LatencyAlarm" for api in APIS),
     "SecureFunctionsDurationAlarm", "GatewayFunctionsDurationAlarm", "LongFunctionsDurationAlarm",
     "BackgroundFunctionsDurationAlarm", "DynamoDbReadThrottlesAlarm", "DynamoDbWriteThrottlesAlarm",
-    "DynamoDbSystemErrorsAlarm", "PostbackQueueAgeAlarm", "PostbackOutboxAlarm", "ConcurrencyQuotaAlarm",
+    "DynamoDbSystemErrorsAlarm", "PostbackQueueAgeAlarm", "PostbackRelayAgeAlarm", "ConcurrencyQuotaAlarm",
     "KmsRequestRateAlarm",
 }
 
@@ -246,14 +246,13 @@ def test_backlog_concurrency_and_kms_alarms_watch_real_metrics():
     age = ALARMS["PostbackQueueAgeAlarm"]
     assert age["MetricName"] == "ApproximateAgeOfOldestMessage"
     assert age["Dimensions"][0]["Value"] == {"Fn::GetAtt": ["PostbackQueue", "QueueName"]}
-    # the outbox alarm watches what the sweeper publishes (vaultcore.metrics.outbox_sweep)
-    metrics.discard()
-    metrics.outbox_sweep(found=2, failed=1)
-    published = {name for name, *_ in metrics.pending()}
-    metrics.discard()
-    outbox = ALARMS["PostbackOutboxAlarm"]
-    assert outbox["MetricName"] in published and outbox["Namespace"] == metrics.NAMESPACE
-    assert outbox["Statistic"] == "Minimum"
+    # the postback relay's lag on the Deliveries stream: Lambda's IteratorAge of the stream's function
+    relay = ALARMS["PostbackRelayAgeAlarm"]
+    assert (relay["Namespace"], relay["MetricName"], relay["Statistic"]) == ("AWS/Lambda", "IteratorAge", "Maximum")
+    assert relay["Dimensions"] == [{"Name": "FunctionName", "Value": {"Ref": "PostbackOutboxFunction"}}]
+    assert _ref(relay["Threshold"]) == "PostbackRelayAgeAlarmMilliseconds"
+    events = RESOURCES["PostbackOutboxFunction"]["Properties"]["Events"]
+    assert [e["Type"] for e in events.values()] == ["DynamoDB"]  # IteratorAge exists for stream sources only
     for name in ("ConcurrencyQuotaAlarm", "KmsRequestRateAlarm"):
         expression = ALARMS[name]["Metrics"][0]["Expression"]
         assert "SERVICE_QUOTA(" in expression, name
@@ -304,7 +303,8 @@ def test_the_dashboard_shows_every_api_and_every_function():
         for line in _lines(w):
             if line[0] == "AWS/Lambda":
                 by_metric.setdefault(line[1], set()).add(line[3].strip("<>"))
-    assert set(by_metric) == {"Duration", "Errors", "Throttles", "ConcurrentExecutions"}
+    assert set(by_metric) == {"Duration", "Errors", "Throttles", "ConcurrentExecutions", "IteratorAge"}
+    assert by_metric.pop("IteratorAge") == {"PostbackOutboxFunction"}  # the only stream consumer
     names = {("AuthDebugFunction" if f == "AuthDebugFunctionName" else f) for f in by_metric["Duration"]}
     assert variables["AuthDebugFunctionName"]["Fn::If"][1] == {"Ref": "AuthDebugFunction"}
     for metric, functions in by_metric.items():
@@ -312,14 +312,14 @@ def test_the_dashboard_shows_every_api_and_every_function():
     assert names == set(FUNCTIONS)
 
 
-def test_the_dashboard_shows_tables_queues_outbox_kms_and_the_business_metrics():
+def test_the_dashboard_shows_tables_queues_the_relay_kms_and_the_business_metrics():
     dashboard, _ = _dashboard()
     lines = [line for w in dashboard["widgets"] for line in _lines(w)]
     tables = {n for n, r in RESOURCES.items() if r["Type"] == "AWS::DynamoDB::Table"}
     for metric in ("ReadThrottleEvents", "WriteThrottleEvents"):
         assert {line[3].strip("<>") for line in lines if line[1] == metric} == tables
     names = {line[1] for line in lines}
-    assert {"ApproximateAgeOfOldestMessage", "PostbackOutboxDepth", "CallCount", "GatewayApproved", "GatewayDeclined",
+    assert {"ApproximateAgeOfOldestMessage", "IteratorAge", "CallCount", "GatewayApproved", "GatewayDeclined",
             "TokenizedValues", "DetokenizedValues", "DecryptResults"} <= names
     assert any(line[:2] == ["AWS/SQS", "ApproximateAgeOfOldestMessage"] and line[3] == "<PostbackQueue.QueueName>"
                for line in lines)

@@ -46,7 +46,7 @@ from vaultcore.logs import current_correlation_id
 
 __all__ = ["count", "timing", "flush", "pending", "discard", "render", "NAMESPACE", "auth_cause",
            "AUTH_CAUSES", "APIS", "set_api", "current_api", "api_of", "authentication_failed", "decrypt_result", "values_tokenized", "values_detokenized",
-           "proxy_exchange", "gateway_outcome", "gateway_error", "postback_batch", "outbox_sweep", "wallet_certificates"]
+           "proxy_exchange", "gateway_outcome", "gateway_error", "postback_batch", "relay_batch", "wallet_certificates"]
 
 NAMESPACE = "VaultPlatform"
 MAX_VALUES = 100  # EMF: at most 100 values in one metric's array
@@ -305,12 +305,11 @@ def postback_batch(results: list[str], dead_lettered: int) -> None:
     count("PostbackErrors", results.count("error"))
 
 
-def outbox_sweep(found: int, failed: int) -> None:
-    """One outbox sweep (every minute): the entries past the grace it found (the outbox's depth, up to its page of
-    100) and those SQS still refused (left in the outbox). Published on every sweep, zeros too, so that the
-    outbox alarm can watch the Minimum: an outbox that never empties."""
-    count("PostbackOutboxDepth", found)
-    count("PostbackOutboxFailed", failed)
+def relay_batch(relayed: int, failed: int) -> None:
+    """One batch of the postback stream relay: the messages it queued and those SQS refused (retried by the event
+    source mapping from the first refused one). The relay's lag is Lambda's IteratorAge (PostbackRelayAgeAlarm)."""
+    count("PostbackRelayed", relayed)
+    count("PostbackRelayFailed", failed)
 
 
 def wallet_certificates(minimum_days_left: float | None, expiring: int) -> None:

@@ -1,9 +1,9 @@
 """Postback enqueueing: one SQS message per SALE, AUTHORIZATION and CAPTURE of an account with a postback URL.
 
-The message is first written to the outbox in the same transaction as the transaction item
-(``gateway.store.record_transaction``), then put on the queue (:func:`send`): a charge is never recorded
-without its postback, and a request that dies between the two leaves the message to the outbox sweeper, or to
-an idempotent replay of its key (:func:`send_if_unsent`).
+The message is written to the Deliveries table in the same transaction as the transaction item
+(``gateway.store.record_transaction``); the table's stream relay (:mod:`vaultcore.postback.relay`) puts it on
+the queue. A charge is never recorded without its postback, and the request makes no SQS call: a request that
+dies after the write has nothing left to do.
 
 The postback function (another module) consumes exactly this message body (JSON)::
 
@@ -25,17 +25,13 @@ postback URL itself is not in the message: the sender reads the account's curren
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
-from vaultcore.errors import DependencyError
 from vaultcore.gateway.validation import RSAPI_TOKEN_FIELDS
 from vaultcore.settings import settings
-from vaultcore.store.aws import client
-from vaultcore.store.ddb import aws_errors
 
-__all__ = ["postback_entry", "postback_message", "outbox_message", "send", "send_if_unsent"]
+__all__ = ["postback_entry", "postback_message", "outbox_message"]
 
 
 def postback_entry(account: Any, response: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
@@ -63,34 +59,3 @@ def outbox_message(account: Any, response: dict[str, Any], item: dict[str, Any])
         return None
     return postback_message(account, response, item)
 
-
-def send(message: dict[str, Any]) -> bool:
-    """Put a message whose outbox entry is already written on the queue; False when SQS refused it.
-
-    Nothing is lost on False: the outbox entry stays until the sweeper queues it (vaultcore.postback.outbox).
-    A lost SendMessage answer can queue two copies; the sender's claim delivers the message once.
-    """
-    try:
-        with aws_errors("postback enqueue"):
-            client("sqs").send_message(QueueUrl=settings().postback_queue_url,
-                                       MessageBody=json.dumps(message, separators=(",", ":")))
-    except DependencyError:
-        return False
-    return True
-
-
-def send_if_unsent(account_id: str, delivery_id: str) -> bool:
-    """On an idempotent replay: queue the transaction's postback if its first request died before doing so.
-
-    Returns True when the message was queued now. Reads the outbox entry (one GetItem); only an entry still
-    ``unsent`` is queued, then marked (conditionally: a sweep may have done the same meanwhile).
-    """
-    from vaultcore.postback.deliveries import load_message, mark_sent
-
-    entry = load_message(account_id, delivery_id)
-    if entry is None or entry.get("state") != "unsent" or not isinstance(entry.get("message"), str):
-        return False
-    if not send(json.loads(entry["message"])):
-        return False
-    mark_sent(account_id, delivery_id)
-    return True

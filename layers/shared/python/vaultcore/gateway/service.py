@@ -9,16 +9,16 @@ The flow of one request (each step raises :class:`GatewayError`, mapped once by 
 4. CAPTURE: one conditional UpdateItem on the authorization, then the capture's own item;
    SALE / AUTHORIZATION: resolve the payment data (token payment rules 1-4, the iframe's etoken), check it,
    auto-tokenize (rule 7), ask the sandbox processor, write the transaction;
-5. write the transaction and its postback's outbox entry in one transaction (``store.record_transaction``),
-   queue the postback, store the idempotent response, answer.
+5. write the transaction and its postback's delivery item in one transaction (``store.record_transaction``;
+   the Deliveries table's stream relay queues the postback), store the idempotent response, answer.
 
 Exactly once under faults (issue 18). Every write of a request carries the request's identity (``writer``), so
 an SDK retry of a write whose answer was lost is recognised as the same write. The transaction write has three
 outcomes: written (the answer is the transaction), not written (certain, because a fence now holds the id:
 "nothing was charged", the idempotency key is released), or unknown (DynamoDB cannot tell now: error 1 "outcome
 unknown", HTTP 500, and the key stays held, so the retry with the same key finds the transaction, or fences the
-id, once the 30-second lock has passed). A replay that finds a transaction whose request died before queueing
-its postback queues it.
+id, once the 30-second lock has passed). A postback is queued from the Deliveries stream once its transaction
+is committed, whether or not the request lived on.
 
 Token payment rules (spec, "POST {gateway_url}/api/qsapi/3.8"), where each is enforced:
 
@@ -221,10 +221,6 @@ def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[in
         raise
     metrics.gateway_outcome(bool(response.get("transaction_approved")), req.transaction_type,
                             response.get("error_code"))
-    if message is not None and not postbacks.send(message):
-        # Recorded with the transaction: the outbox sweeper queues it. Logged for the operator's metrics.
-        _log.warning("postback left in the outbox", extra={"transaction_id": item["transaction_id"],
-                                                           "account_id": account.account_id})
     if claim is not None and _storable(response, payment):
         _quietly(idempotency.complete, claim, response)
     return 200, response, {}
@@ -325,22 +321,16 @@ def _recorded_by_holder(claim: idempotency.Claim, account: accounts.Account, req
     if item is None:
         return None
     holder = dataclasses.replace(claim, transaction_id=claim.previous_transaction_id)
-    # The holder may still be running and queue its postback itself: no second copy from here (the outbox
-    # sweeper queues it if the holder died).
-    return _replay_recorded(holder, account, req, item, resend=False)
+    return _replay_recorded(holder, account, req, item)
 
 
 def _replay_recorded(claim: idempotency.Claim, account: accounts.Account, req: GatewayRequest,
-                     item: dict[str, Any], resend: bool = True) -> tuple[int, dict[str, Any], dict[str, str]]:
-    """Answer a recorded transaction to a keyed replay: queue its postback if its request died before that,
-    repair a VOID's mark if it was recorded without it, and complete the idempotency record (best effort)."""
+                     item: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
+    """Answer a recorded transaction to a keyed replay: repair a VOID's mark if it was recorded without it, and
+    complete the idempotency record (best effort). Its postback needs nothing: it was recorded with the
+    transaction, and the Deliveries stream relay queues it."""
     response = response_from_item(item)
     transaction_id = str(item["transaction_id"])
-    if resend and item.get("delivery_id"):
-        try:
-            postbacks.send_if_unsent(account.account_id, str(item["delivery_id"]))
-        except VaultError:  # the outbox entry stays: the sweeper queues it
-            _log.warning("postback resend on replay failed", extra={"transaction_id": transaction_id})
     if item.get("transaction_type") == "REFUND" and item.get("authorization_message") == "VOID":
         _repair_void_mark(account, str(item.get("token_id") or ""), transaction_id)
     _quietly(idempotency.complete, claim, response)
@@ -539,7 +529,7 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
     tokenization key are cached per container; bench/bench_gateway.py counts them):
       1. Tokens table PutItem: the auto-tokenized values for the one-hour read window (tokenize_values);
       2. Transactions table PutItem (conditional: a new transaction_id, or this request's own retry), or with a
-         postback URL TransactWriteItems of the transaction and its outbox entry; then SQS SendMessage.
+         postback URL TransactWriteItems of the transaction and its delivery item (the stream relay queues it).
     With an idempotency key: + Idempotency PutItem (claim) + UpdateItem (complete) = 4.
     A bfid-only token payment: Tokens GetItem (read step) + Transactions PutItem.
     """
@@ -663,8 +653,9 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
 
 def _record(account: accounts.Account, response: dict[str, Any], item: dict[str, Any], writer: str,
             also: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
-    """Write the transaction with its postback's outbox entry (and ``also``, the other changes of the same
-    operation, in the same DynamoDB transaction); returns the postback message to queue.
+    """Write the transaction with its postback's delivery item (and ``also``, the other changes of the same
+    operation, in the same DynamoDB transaction; the Deliveries stream relay queues the postback); returns the
+    postback message, if any.
 
     Raises GatewayError 1 "nothing was recorded" only when that is certain, OutcomeUnknown otherwise.
     """
@@ -795,9 +786,7 @@ def _settle_batch(account: accounts.Account, req: GatewayRequest, transaction_id
                         "ach_return_code": original["ach_return_code"]}
             message = postbacks.outbox_message(account, response, original)
             if store.mark_ach_returned(account.account_id, original["transaction_id"], now, writer, message):
-                returned += 1
-                if message is not None:
-                    postbacks.send(message)
+                returned += 1  # its postback was recorded with the return: the stream relay queues it
     item: dict[str, Any] = {
         "account_id": account.account_id, "transaction_id": transaction_id, "created_at": now,
         "transaction_timestamp": processor.transaction_timestamp(now), "transaction_type": "SETTLE-BATCH",

@@ -1,44 +1,55 @@
 """The Deliveries table: every postback message (no clear card data) and every delivery attempt.
 
-Items (partition ``account_id``):
-- ``MSG#<delivery_id>``: the message, its transaction id, its state and ``attempt``, the number of real
-  POSTs made so far (``unsent`` in the outbox, ``pending`` once queued, ``sending`` while leased, ``failed``,
-  ``deferred``, ``delivered``, ``dead-lettered``), for redelivery and so that a message already delivered is
-  never POSTed again;
+Items (partition key attribute ``account_id``, whose value is ``<account_id>#<shard>``; see below):
+- ``MSG#<delivery_id>``: the message, its state and ``attempt``, the number of real POSTs made so far
+  (``unsent`` as written with its transaction, ``sending`` while leased, ``failed``, ``deferred``,
+  ``delivered``, ``dead-lettered``; ``pending`` after an operator's redrive), for redelivery and so that a
+  message already delivered is never POSTed again;
 - ``ATT#<unix ms>#<delivery_id>#<attempt>``: one attempt — status, HTTP status, duration, error type and the
   first 256 characters of the receiver's answer (redacted). Kept for the retention period (TTL, 90 days).
 
-The outbox (issue 18): the gateway writes a message's ``MSG#`` item in the same ``TransactWriteItems`` as its
-transaction (:func:`outbox_put`), in state ``unsent`` with the sparse ``outbox`` index attribute, and then puts
-the message on the queue itself. The sweeper (:mod:`vaultcore.postback.outbox`) queues entries still unsent
-after ``OUTBOX_GRACE_SECONDS``: the gateway crashed, or SQS refused the message.
+Spread: the partition is the account id plus a shard (``DELIVERY_SHARDS`` = 64) taken from the delivery id, so
+one delivery's items share a partition and one busy merchant's deliveries spread over 64. At 5,000 SALE/s of
+one merchant each SALE writes about 5 units on its shard (the message in a transaction: 2, the claim: 1, the
+outcome: 1 and the attempt item: 1): 25,000 / 64 = about 390 units a second per partition, under 50% of
+DynamoDB's 1,000. The key attribute keeps its name (renaming it would replace a ``Retain`` table);
+:func:`list_attempts` fans out over the shards and merges, and also reads the unsharded partition of items
+written before the spread, until their 90-day TTL has removed them.
+
+The outbox is the table's stream (DeliveriesTable StreamSpecification, NEW_IMAGE): the gateway writes a
+message's ``MSG#`` item in the same ``TransactWriteItems`` as its transaction (:func:`outbox_put`), in state
+``unsent``, and the stream relay (:mod:`vaultcore.postback.relay`) puts every such INSERT on the postback queue.
+No index, no sweeper, no write to say "queued": a new item is in the stream exactly when it is committed.
 
 Attempts are counted here, not by SQS's receive count: a receive may be a deferral (the circuit is open) or a
-second copy of one message (a lost SendMessage answer, a sweep of a message that was queued after all), and
-neither is an attempt. :func:`claim` increments ``attempt`` atomically under a lease, so each attempt number
-is used once per delivery id.
+second copy of one message (a lost SendMessage answer, the relay's retry of a batch), and neither is an attempt.
+:func:`claim` increments ``attempt`` atomically under a lease, so each attempt number is used once per delivery.
 
-A claim is also bound to the SQS message that made it (``holder``: its message id; issue 28). While the item is
-``sending`` — an attempt whose outcome nobody recorded: the invocation crashed, or the receiver answered and the
-write after the POST failed — only that same SQS message may claim the next attempt, when it comes back (it comes
-back only if it was not acknowledged, that is, if no 2xx was seen). Another copy of the message (a lost
-SendMessage answer, a sweep of a message queued after all) is refused (:class:`Claimed` ``held``) and
-acknowledged without a POST. So whichever bookkeeping write fails, a second copy never makes a second POST of a
-delivered postback; only a crash between a 2xx and the end of the invocation can.
+A claim is also bound to the SQS message that made it (``holder``: its message id). The relay may queue one
+delivery twice (Lambda retries a batch from its first failed record; a SendMessage whose answer was lost): such a
+*first* copy (no ``requeued`` or ``redelivery`` mark) may claim only a message nobody has claimed yet (state
+``unsent``, or ``pending`` after a redrive) or one it holds itself; any other first copy is refused
+(:class:`Claimed` ``copy``) and acknowledged without a POST. While the item is ``sending`` — an attempt whose
+outcome nobody recorded — only the holder may claim the next attempt (:class:`Claimed` ``held``). So whichever
+copy or bookkeeping write fails, a second copy never makes a second POST; only a crash between a 2xx and the end
+of the invocation can.
 
-The sender pays two calls per delivered message (issue 13): :func:`claim` before the POST (one conditional
-UpdateItem: refuses a message already delivered or dead-lettered, leases it against a concurrent copy, numbers
-the attempt) and :func:`finish` after it (one BatchWriteItem: the attempt item and the message's new state).
-Both recognise an SDK retry of themselves: the claim by its ``lease_owner`` (random per claim), the batch write
-by writing the same items again.
+The sender pays two calls per delivered message: :func:`claim` before the POST (one conditional UpdateItem:
+refuses a message already delivered or dead-lettered, leases it against a concurrent copy, numbers the attempt)
+and :func:`finish` after it (one BatchWriteItem: the attempt item and the message's new state). Both recognise
+an SDK retry of themselves: the claim by its ``lease_owner`` (random per claim), the batch write by writing the
+same items again.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
-import os
 import time
 import uuid
+import zlib
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from vaultcore import clock
@@ -47,89 +58,86 @@ from vaultcore.settings import settings
 from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 
-__all__ = ["outbox_put", "list_unsent", "mark_sent", "load_message", "record_attempt",
-           "list_attempts", "claim", "finish", "mark_delivered", "restart_attempts", "note_deferral", "Claimed",
-           "RETENTION_SECONDS", "OUTBOX_INDEX", "OUTBOX_GRACE_SECONDS"]
-
-OUTBOX_INDEX = "outbox"  # sparse GSI: only messages not yet known to be on the queue carry `outbox`
+__all__ = ["outbox_put", "load_message", "record_attempt", "list_attempts", "claim", "finish", "mark_delivered",
+           "restart_attempts", "note_deferral", "Claimed", "RETENTION_SECONDS", "DELIVERY_SHARDS", "partition",
+           "UNSENT", "pack_message", "message_body"]
 
 RETENTION_SECONDS = 90 * 86400
-#: An outbox entry younger than this is left to the gateway request that wrote it (it queues the message right
-#: after the write); longer than the gateway function's timeout, so the sweeper and the request rarely both send.
-OUTBOX_GRACE_SECONDS = 60
+#: Partitions per account (see the module docstring for the arithmetic). Changing it strands the messages in
+#: flight on their old shard: only with an empty postback queue and no unsent message.
+DELIVERY_SHARDS = 64
+#: The state of a message as written with its transaction: what the stream relay's filter selects.
+UNSENT = "unsent"
 
 
 def _table() -> str:
     return settings().deliveries_table
 
 
-def _outbox_item(message: dict[str, Any], now: int) -> dict[str, Any]:
-    return {"account_id": message["account_id"], "attempt_key": f"MSG#{message['delivery_id']}",
-            "delivery_id": message["delivery_id"], "transaction_id": message.get("transaction_id", ""),
-            "message": json.dumps(message, separators=(",", ":")), "state": "unsent", "outbox": "1",
-            "attempt": 0, "created_at": now, "expiresAt": now + RETENTION_SECONDS}
+def partition(account_id: str, delivery_id: str) -> str:
+    """The partition key value of a delivery's items: the account plus a stable shard of its delivery id."""
+    shard = int(hashlib.sha256(delivery_id.encode()).hexdigest()[:8], 16) % DELIVERY_SHARDS
+    return f"{account_id}#{shard:02d}"
+
+
+def _key(account_id: str, delivery_id: str) -> dict[str, Any]:
+    return to_item({"account_id": partition(account_id, delivery_id), "attempt_key": f"MSG#{delivery_id}"})
+
+
+def _account_of(key_value: str) -> str:
+    return key_value.split("#", 1)[0]
+
+
+def pack_message(message: dict[str, Any]) -> bytes:
+    """The stored form of a message: its JSON, deflated. A SALE's message with the token fields is about 930
+    bytes of JSON (an item of 1.2 KB once claimed: 2 write units per write), about 500 deflated (the item stays
+    under 1 KB: 1 unit). Every write of the item pays for its whole size, so this halves the delivery's units."""
+    return zlib.compress(json.dumps(message, separators=(",", ":")).encode(), 6)
+
+
+def message_body(stored: Any) -> str:
+    """The SQS body (JSON) of a stored message attribute: deflated bytes (as the DynamoDB clients return a ``B``
+    value, or base64 as a Lambda stream event carries one), or the plain JSON of items written before."""
+    value = stored.get("message") if isinstance(stored, dict) else stored
+    if isinstance(value, str) and not value.startswith("{"):
+        value = base64.b64decode(value)
+    if isinstance(value, (bytes, bytearray)):
+        return zlib.decompress(bytes(value)).decode()
+    return str(value)
 
 
 def outbox_put(message: dict[str, Any], writer: str) -> dict[str, Any]:
-    """The ``Put`` of a TransactWriteItems that keeps ``message`` in the outbox (written with its transaction).
+    """The ``Put`` of a TransactWriteItems that keeps ``message`` for the stream relay (written with its
+    transaction). Only what the postback needs: the SQS body (``message``, deflated: :func:`pack_message`), the
+    state the relay's filter selects, the attempt count, the writer and the TTL; the ids are in the key and in
+    ``message``.
 
     The condition admits a new delivery id or a retry of this very write (same ``writer``).
     """
-    item = {**_outbox_item(message, int(clock.now())), "writer": writer}
+    now = int(clock.now())
+    item = {"account_id": partition(message["account_id"], message["delivery_id"]),
+            "attempt_key": f"MSG#{message['delivery_id']}", "message": pack_message(message),
+            "state": UNSENT, "attempt": 0, "expiresAt": now + RETENTION_SECONDS, "writer": writer}
     return {"TableName": _table(), "Item": to_item(item),
             "ConditionExpression": "attribute_not_exists(attempt_key) OR writer = :w",
             "ExpressionAttributeValues": to_item({":w": writer})}
 
 
-def outbox_grace_seconds() -> float:
-    """``POSTBACK_OUTBOX_GRACE_SECONDS`` (tests and the local runner shorten it), else OUTBOX_GRACE_SECONDS."""
-    try:
-        return max(0.0, float(os.environ.get("POSTBACK_OUTBOX_GRACE_SECONDS", OUTBOX_GRACE_SECONDS)))
-    except ValueError:
-        return float(OUTBOX_GRACE_SECONDS)
-
-
-def list_unsent(limit: int = 100, grace_seconds: float | None = None) -> list[dict[str, Any]]:
-    """Outbox entries written at least ``grace_seconds`` ago (default :func:`outbox_grace_seconds`), oldest first."""
-    cutoff = int(clock.now() - (outbox_grace_seconds() if grace_seconds is None else grace_seconds))
-    with aws_errors("postback outbox read"):
-        out = dynamodb().query(TableName=_table(), IndexName=OUTBOX_INDEX, Limit=limit,
-                               KeyConditionExpression="outbox = :o AND created_at <= :cut",
-                               ExpressionAttributeValues=to_item({":o": "1", ":cut": cutoff}))
-    return [from_item(i) or {} for i in out.get("Items", [])]
-
-
-def mark_sent(account_id: str, delivery_id: str) -> None:
-    """Leave the outbox (the message is on the queue now), only if nothing has happened to it since.
-
-    Conditional on state ``unsent``: when the sender has already claimed (or delivered) the message, its state
-    must not be set back, or a second copy of the message would be POSTed again as a new first attempt.
-    """
-    try:
-        with aws_errors("postback outbox update"):
-            dynamodb().update_item(
-                TableName=_table(), Key=to_item({"account_id": account_id, "attempt_key": f"MSG#{delivery_id}"}),
-                UpdateExpression="SET #s = :pending REMOVE outbox", ConditionExpression="#s = :unsent",
-                ExpressionAttributeNames={"#s": "state"},
-                ExpressionAttributeValues=to_item({":pending": "pending", ":unsent": "unsent"}))
-    except ConditionFailed:
-        pass  # claimed, delivered or already marked: it is out of the outbox index already
-
-
 def restart_attempts(body: str) -> None:
-    """Before a dead-lettered message is queued again (the operator's redrive): a new count of attempts.
+    """Before a dead-lettered message is queued again (the operator's redrive): a new count of attempts, and no
+    holder, so that the redriven copy may claim it (state ``pending``).
 
     Only a message that is not delivered is reset (a delivered one stays delivered: its copy is skipped).
     """
     try:
         message = json.loads(body)
-        key = {"account_id": str(message["account_id"]), "attempt_key": f"MSG#{message['delivery_id']}"}
+        key = _key(str(message["account_id"]), str(message["delivery_id"]))
     except (ValueError, KeyError, TypeError):
         return  # not a postback message: moved as it is
     try:
         with aws_errors("delivery log update"):
-            dynamodb().update_item(TableName=_table(), Key=to_item(key),
-                                   UpdateExpression="SET #s = :pending, attempt = :zero",
+            dynamodb().update_item(TableName=_table(), Key=key,
+                                   UpdateExpression="SET #s = :pending, attempt = :zero REMOVE holder",
                                    ConditionExpression="attribute_exists(attempt_key) AND #s <> :delivered",
                                    ExpressionAttributeNames={"#s": "state"},
                                    ExpressionAttributeValues=to_item({":pending": "pending", ":zero": 0,
@@ -139,27 +147,38 @@ def restart_attempts(body: str) -> None:
 
 
 def load_message(account_id: str, delivery_id: str) -> dict[str, Any] | None:
-    with aws_errors("delivery log read"):
-        out = dynamodb().get_item(TableName=_table(), Key=to_item({"account_id": account_id,
-                                                                    "attempt_key": f"MSG#{delivery_id}"}))
-    return from_item(out.get("Item"))
+    """The message item (its shard's partition; else the unsharded one of an item written before the spread)."""
+    keys = (_key(account_id, delivery_id), to_item({"account_id": account_id, "attempt_key": f"MSG#{delivery_id}"}))
+    for key in keys:
+        with aws_errors("delivery log read"):
+            out = dynamodb().get_item(TableName=_table(), Key=key)
+        if out.get("Item"):
+            return from_item(out["Item"])
+    return None
+
+
+def _attempt_item(account_id: str, delivery_id: str, transaction_id: str, attempt: int, status: str,
+                  http_status: int | None, duration_ms: float, error: str | None, excerpt: str, now: float
+                  ) -> dict[str, Any]:
+    return {"account_id": partition(_account_of(account_id), delivery_id),
+            "attempt_key": f"ATT#{int(now * 1000):013d}#{delivery_id}#{attempt:03d}",
+            "delivery_id": delivery_id, "transaction_id": transaction_id, "attempt": attempt, "status": status,
+            "http_status": http_status, "duration_ms": round(duration_ms, 1), "error": error,
+            "response_excerpt": excerpt, "at": int(now), "expiresAt": int(now) + RETENTION_SECONDS}
 
 
 def record_attempt(account_id: str, delivery_id: str, transaction_id: str, attempt: int, status: str,
                    http_status: int | None, duration_ms: float, error: str | None, excerpt: str) -> None:
-    now = clock.now()
+    item = _attempt_item(account_id, delivery_id, transaction_id, attempt, status, http_status, duration_ms, error,
+                         excerpt, clock.now())
     with aws_errors("delivery log write"):
-        dynamodb().put_item(TableName=_table(), Item=to_item({
-            "account_id": account_id, "attempt_key": f"ATT#{int(now * 1000):013d}#{delivery_id}#{attempt:03d}",
-            "delivery_id": delivery_id, "transaction_id": transaction_id, "attempt": attempt, "status": status,
-            "http_status": http_status, "duration_ms": round(duration_ms, 1), "error": error,
-            "response_excerpt": excerpt, "at": int(now), "expiresAt": int(now) + RETENTION_SECONDS}))
+        dynamodb().put_item(TableName=_table(), Item=to_item(item))
 
 
 class Claimed(Exception):
     """The message cannot be attempted now: ``reason`` is ``delivered``, ``dead-lettered``, ``leased``
-    (``lease_until``, epoch seconds) or ``held`` (another SQS message's attempt has no recorded outcome: only that
-    message may make the next one)."""
+    (``lease_until``, epoch seconds), ``held`` (another SQS message's attempt has no recorded outcome: only that
+    message may make the next one) or ``copy`` (a first copy of a message another first copy has claimed)."""
 
     def __init__(self, reason: str, lease_until: float = 0.0) -> None:
         super().__init__(reason)
@@ -167,54 +186,72 @@ class Claimed(Exception):
         self.lease_until = lease_until
 
 
-def _message_values(message: dict[str, Any], now: float) -> dict[str, Any]:
-    original = {k: v for k, v in message.items() if k != "redelivery"}
-    return {":m": json.dumps(original, separators=(",", ":")), ":d": message["delivery_id"],
-            ":t": message.get("transaction_id", ""), ":c": int(message.get("created_at") or now),
-            ":exp": int(now) + RETENTION_SECONDS}
+def _ids(stored: dict[str, Any]) -> tuple[str, str, str]:
+    """(account id, delivery id, transaction id) of a stored message item: from its key and its message."""
+    delivery_id = str(stored["attempt_key"]).removeprefix("MSG#")
+    try:
+        transaction_id = str(json.loads(message_body(stored) if stored.get("message") else "{}")
+                             .get("transaction_id") or "")
+    except (ValueError, zlib.error):
+        transaction_id = ""
+    return _account_of(str(stored["account_id"])), delivery_id, transaction_id
 
 
-_MESSAGE_SET = ("message = :m, delivery_id = :d, transaction_id = :t, created_at = if_not_exists(created_at, :c), "
-                "expiresAt = :exp")
+#: The message is stored by every update (a redelivered message whose item has expired is stored again).
+_MESSAGE_SET = "message = :m, expiresAt = :exp"
 #: The lease: none, or expired.
 _UNLEASED = "(attribute_not_exists(lease_until) OR lease_until < :now)"
 #: Not finished: never delivered, never dead-lettered (explicit redeliveries skip this).
 _OPEN = "(attribute_not_exists(#s) OR NOT (#s IN (:delivered, :dead)))"
-#: No attempt without a recorded outcome, unless this SQS message made it (issue 28; redeliveries skip this).
+#: No attempt without a recorded outcome, unless this SQS message made it (redeliveries skip this).
 _NOT_HELD = "(attribute_not_exists(holder) OR holder = :holder OR #s <> :sending)"
+#: A first copy (queued by the stream relay): nobody has claimed the message yet, or this SQS message did.
+_UNCLAIMED = "(attribute_not_exists(#s) OR #s IN (:unsent, :pending) OR holder = :holder)"
 
 
 def _update_message(message: dict[str, Any], now: float, what: str, redelivery: bool, set_clause: str,
-                    values: dict[str, Any], holder: str | None = None,
-                    remove: str = "outbox") -> tuple[bool, dict[str, Any]]:
-    """One conditional UpdateItem of a message's MSG item (it is stored, and leaves the outbox index): the item
-    is neither leased by another copy nor, unless ``redelivery``, delivered or dead-lettered, nor (``holder``
-    given, unless ``redelivery``) waiting for another SQS message's unrecorded attempt.
+                    values: dict[str, Any], holder: str | None = None, remove: str = "",
+                    first: bool = False) -> tuple[bool, dict[str, Any]]:
+    """One conditional UpdateItem of a message's MSG item: the item is neither leased by another copy nor,
+    unless ``redelivery``, delivered or dead-lettered, nor (``holder`` given, unless ``redelivery``) waiting for
+    another SQS message's unrecorded attempt, nor (``first``, ``holder`` given) claimed by another first copy.
 
     ``(True, item after)``, or ``(False, item as it was)`` when the condition failed.
     """
-    values = {**_message_values(message, now), ":now": round(now, 3), **values}
+    original = {k: v for k, v in message.items() if k not in ("redelivery", "requeued")}
+    values = {":m": pack_message(original), ":exp": int(now) + RETENTION_SECONDS,
+              ":now": round(now, 3), **values}
     condition = _UNLEASED
     if not redelivery:
         condition = f"{_OPEN} AND {condition}"
         values.update({":delivered": "delivered", ":dead": "dead-lettered"})
         if holder is not None:
-            condition = f"{condition} AND {_NOT_HELD}"
-            values.update({":holder": holder, ":sending": "sending"})
+            condition = f"{condition} AND {_UNCLAIMED if first else _NOT_HELD}"
+            values[":holder"] = holder
+            if first:
+                values.update({":unsent": UNSENT, ":pending": "pending"})
+            else:
+                values[":sending"] = "sending"
     try:
         with aws_errors(what):
             out = dynamodb().update_item(
-                TableName=_table(), Key=to_item({"account_id": message["account_id"],
-                                                 "attempt_key": f"MSG#{message['delivery_id']}"}),
-                UpdateExpression=f"SET {set_clause}, {_MESSAGE_SET} REMOVE {remove}", ConditionExpression=condition,
-                ExpressionAttributeNames={"#s": "state"}, ExpressionAttributeValues=to_item(values),
-                ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD")
+                TableName=_table(), Key=_key(str(message["account_id"]), str(message["delivery_id"])),
+                UpdateExpression=f"SET {set_clause}, {_MESSAGE_SET}" + (f" REMOVE {remove}" if remove else ""),
+                ConditionExpression=condition, ExpressionAttributeNames={"#s": "state"},
+                ExpressionAttributeValues=to_item(values), ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD")
     except ConditionFailed as exc:
         return False, from_item(getattr(exc.__cause__, "response", {}).get("Item")) or {}
     return True, from_item(out.get("Attributes")) or {}
 
 
-def _refusal(old: dict[str, Any], redelivery: bool, now: float) -> Claimed:
+def _refusal(old: dict[str, Any], redelivery: bool, now: float, first: bool = False,
+             holder: str | None = None) -> Claimed:
+    if first and holder is not None and old.get("state") not in (None, UNSENT, "pending") \
+            and old.get("holder") != holder:
+        # another first copy claimed it: this one is the relay's duplicate (also of a message dead-lettered
+        # since: that one is in the dead-letter queue already, a copy must not join it)
+        return Claimed("copy")
     if not redelivery and old.get("state") in ("delivered", "dead-lettered"):
         return Claimed(str(old["state"]))
     lease_until = float(old.get("lease_until") or 0)
@@ -223,22 +260,28 @@ def _refusal(old: dict[str, Any], redelivery: bool, now: float) -> Claimed:
     return Claimed("held")  # not leased, not finished: another message's attempt has no recorded outcome
 
 
+def is_first_copy(message: dict[str, Any]) -> bool:
+    """Queued by the stream relay (not a requeued copy of the sender's, nor an operator's redelivery)."""
+    return not int(message.get("redelivery", 0) or 0) and not int(message.get("requeued", 0) or 0)
+
+
 def claim(message: dict[str, Any], lease_seconds: float, *, redelivery: bool = False,
           holder: str | None = None) -> dict[str, Any]:
     """Before an attempt (one conditional UpdateItem): store the message, lease it, number the attempt.
 
     Returns the stored item; its ``attempt`` is this attempt's number (1 for the first POST). Raises
     :class:`Claimed` when the message was delivered or dead-lettered already (unless this is an explicit
-    redelivery), another copy holds an unexpired lease (SQS standard queues may hand one message out twice), or
+    redelivery), another copy holds an unexpired lease (SQS standard queues may hand one message out twice),
     (``holder``: this SQS message's id) another SQS message made the last attempt and nobody recorded its
-    outcome. The lease ends with the invocation, so a crash only delays the next attempt. The update also takes
-    the message out of the outbox index: it is on the queue.
+    outcome, or (a first copy: :func:`is_first_copy`) another first copy of the message claimed it. The lease
+    ends with the invocation, so a crash only delays the next attempt.
 
     A retry of this very update (its answer lost after it was applied) fails the lease condition against its
     own lease; ``lease_owner`` says it is ours, and the item as it was is this claim's result (no second count).
     """
     now = clock.now()
     owner = uuid.uuid4().hex
+    first = holder is not None and not redelivery and is_first_copy(message)
     set_clause = ("#s = :sending, lease_until = :lease, lease_owner = :owner, "
                   "attempt = if_not_exists(attempt, :zero) + :one")
     values: dict[str, Any] = {":lease": round(now + lease_seconds, 3), ":owner": owner, ":sending": "sending",
@@ -247,9 +290,9 @@ def claim(message: dict[str, Any], lease_seconds: float, *, redelivery: bool = F
         set_clause += ", holder = :holder"
         values[":holder"] = holder
     ok, item = _update_message(message, now, "delivery claim", redelivery, set_clause, values, holder,
-                               remove="outbox" if holder is not None else "outbox, holder")
+                               remove="" if holder is not None else "holder", first=first)
     if not ok and item.get("lease_owner") != owner:
-        raise _refusal(item, redelivery, now)
+        raise _refusal(item, redelivery, now, first, holder)
     return item
 
 
@@ -259,8 +302,7 @@ def mark_delivered(stored: dict[str, Any], attempt: int) -> None:
     now = int(clock.now())
     with aws_errors("delivery log write"):
         dynamodb().update_item(
-            TableName=_table(), Key=to_item({"account_id": stored["account_id"],
-                                             "attempt_key": f"MSG#{stored['delivery_id']}"}),
+            TableName=_table(), Key=to_item({"account_id": stored["account_id"], "attempt_key": stored["attempt_key"]}),
             UpdateExpression="SET #s = :delivered, attempt = :a, last_attempt_at = :now, delivered_at = :now "
                              "REMOVE lease_until, lease_owner",
             ConditionExpression="lease_owner = :owner OR #s = :delivered",
@@ -275,16 +317,21 @@ def note_deferral(message: dict[str, Any], reason: str, *, redelivery: bool = Fa
 
     Two calls: the message is stored (so it can be redelivered) with state ``deferred`` and its attempt count
     unchanged — unless it was delivered or dead-lettered already, or another SQS message's attempt has no
-    recorded outcome (``holder``; :class:`Claimed`), or another copy is being attempted (left as it is) — and
-    the delivery log gets a ``deferred`` entry numbered with the attempt that was put off, which is returned.
+    recorded outcome, or another first copy claimed it (``holder``; :class:`Claimed`), or another copy is being
+    attempted (left as it is) — and the delivery log gets a ``deferred`` entry numbered with the attempt that was
+    put off, which is returned. A first copy becomes the holder: it alone may come back for the attempt.
     Setting the same state again is harmless: an SDK retry needs no identity.
     """
     now = clock.now()
-    ok, stored = _update_message(message, now, "delivery log update", redelivery,
-                                 "#s = :deferred, attempt = if_not_exists(attempt, :zero)",
-                                 {":deferred": "deferred", ":zero": 0}, holder)
+    first = holder is not None and not redelivery and is_first_copy(message)
+    set_clause = "#s = :deferred, attempt = if_not_exists(attempt, :zero)"
+    values: dict[str, Any] = {":deferred": "deferred", ":zero": 0}
+    if first:
+        set_clause += ", holder = :holder"
+    ok, stored = _update_message(message, now, "delivery log update", redelivery, set_clause, values, holder,
+                                 first=first)
     if not ok:
-        refusal = _refusal(stored, redelivery, now)
+        refusal = _refusal(stored, redelivery, now, first, holder)
         if refusal.reason != "leased":
             raise refusal
     attempt = int(stored.get("attempt") or 0) + 1
@@ -301,13 +348,10 @@ def finish(stored: dict[str, Any], attempt: int, status: str, http_status: int |
     safe (and drops the lease). ``status``: delivered, failed or dead-lettered.
     """
     now = clock.now()
-    delivery_id = stored["delivery_id"]
-    attempt_item = {
-        "account_id": stored["account_id"], "attempt_key": f"ATT#{int(now * 1000):013d}#{delivery_id}#{attempt:03d}",
-        "delivery_id": delivery_id, "transaction_id": stored.get("transaction_id", ""), "attempt": attempt,
-        "status": status, "http_status": http_status, "duration_ms": round(duration_ms, 1), "error": error,
-        "response_excerpt": excerpt, "at": int(now), "expiresAt": int(now) + RETENTION_SECONDS}
-    message_item = {k: v for k, v in stored.items() if k not in ("lease_until", "lease_owner", "outbox")}
+    account_id, delivery_id, transaction_id = _ids(stored)
+    attempt_item = _attempt_item(account_id, delivery_id, transaction_id, attempt, status, http_status,
+                                 duration_ms, error, excerpt, now)
+    message_item = {k: v for k, v in stored.items() if k not in ("lease_until", "lease_owner")}
     message_item.update({"state": status, "attempt": attempt, "last_attempt_at": int(now)})
     if status == "delivered":
         message_item["delivered_at"] = int(now)
@@ -322,30 +366,47 @@ def finish(stored: dict[str, Any], attempt: int, status: str, http_status: int |
     raise DependencyError("Internal error: delivery log write failed.")
 
 
-def list_attempts(account_id: str, *, transaction_id: str | None = None, delivery_id: str | None = None,
-                  limit: int = 100) -> list[dict[str, Any]]:
+#: Concurrent queries of one listing's fan-out over the shards.
+LIST_WORKERS = 8
+
+
+def _query_attempts(key_value: str, filters: dict[str, str], limit: int) -> list[dict[str, Any]]:
+    """One partition's attempt items, newest first, at most ``limit`` (after the filters)."""
     kwargs: dict[str, Any] = {"TableName": _table(), "ScanIndexForward": False,
                               "KeyConditionExpression": "account_id = :a AND begins_with(attempt_key, :p)",
-                              "ExpressionAttributeValues": {":a": {"S": account_id}, ":p": {"S": "ATT#"}}}
-    filters = []
-    if transaction_id:
-        filters.append("transaction_id = :t")
-        kwargs["ExpressionAttributeValues"][":t"] = {"S": transaction_id}
-    if delivery_id:
-        filters.append("delivery_id = :d")
-        kwargs["ExpressionAttributeValues"][":d"] = {"S": delivery_id}
+                              "ExpressionAttributeValues": {":a": {"S": key_value}, ":p": {"S": "ATT#"}}}
     if filters:
-        kwargs["FilterExpression"] = " AND ".join(filters)
+        kwargs["FilterExpression"] = " AND ".join(f"{name} = :{name[0]}" for name in filters)
+        kwargs["ExpressionAttributeValues"].update({f":{name[0]}": {"S": v} for name, v in filters.items()})
     items: list[dict[str, Any]] = []
     while len(items) < limit:
         with aws_errors("delivery log query"):
             out = dynamodb().query(**kwargs)
-        for raw in out.get("Items", []):
-            item = from_item(raw) or {}
-            item.pop("expiresAt", None)
-            item.pop("attempt_key", None)
-            items.append(item)
+        items.extend(from_item(raw) or {} for raw in out.get("Items", []))
         if "LastEvaluatedKey" not in out:
             break
         kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
     return items[:limit]
+
+
+def list_attempts(account_id: str, *, transaction_id: str | None = None, delivery_id: str | None = None,
+                  limit: int = 100) -> list[dict[str, Any]]:
+    """The account's attempts, newest first (as before the spread): every shard's newest ``limit``, merged by
+    ``attempt_key`` (``ATT#<unix ms>#...``), plus the unsharded partition of older items. With ``delivery_id``,
+    only that delivery's shard is read."""
+    filters = {k: v for k, v in (("transaction_id", transaction_id), ("delivery_id", delivery_id)) if v}
+    if delivery_id:
+        partitions = [partition(account_id, delivery_id)]
+    else:
+        partitions = [f"{account_id}#{shard:02d}" for shard in range(DELIVERY_SHARDS)]
+    partitions.append(account_id)  # items written before the spread (gone with their TTL)
+    with ThreadPoolExecutor(max_workers=LIST_WORKERS, thread_name_prefix="deliveries") as pool:
+        pages = list(pool.map(lambda key: _query_attempts(key, filters, limit), partitions))
+    merged = sorted((item for page in pages for item in page), key=lambda i: str(i["attempt_key"]), reverse=True)
+    out: list[dict[str, Any]] = []
+    for item in merged[:limit]:
+        item.pop("expiresAt", None)
+        item.pop("attempt_key", None)
+        item["account_id"] = account_id
+        out.append(item)
+    return out

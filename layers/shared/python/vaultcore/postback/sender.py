@@ -1,10 +1,10 @@
 """Delivers one queued postback: signs it, POSTs it through the SSRF guard, records the attempt, and on
 failure tells the consumer when the message should come back (the published retry schedule).
 
-Message (put on the postback queue by the gateway; never clear card data)::
+Message (put on the postback queue by the Deliveries stream relay; never clear card data)::
 
     {"delivery_id": "<uuid>", "account_id": "...", "transaction_id": "...", "created_at": <unix>,
-     "response": {<the postback's responses[] entry>}, "redelivery": <n, optional>}
+     "response": {<the postback's responses[] entry>}, "redelivery": <n, optional>, "requeued": <n, optional>}
 
 Success is any 2xx within 10 seconds. A non-2xx answer, a timeout or a connection failure is a failed attempt:
 the message becomes visible again after ``retry_delay(attempt)`` seconds (the consumer changes its visibility);
@@ -26,7 +26,9 @@ container for ``RECORD_CACHE_SECONDS``; a delivered message then costs two Dynam
 from being POSTed again (an SQS redelivery after a crash or a duplicate copy); explicit redeliveries skip that
 check.
 
-Copies (issue 28): the claim is bound to the SQS message that makes it (its message id). When the receiver has
+Copies: the claim is bound to the SQS message that makes it (its message id). The stream relay may queue one
+delivery twice; the first of those copies to claim it makes every attempt, and the other is acknowledged without
+a POST (:class:`deliveries.Claimed` ``copy``). When the receiver has
 answered 2xx and the delivery-log write after it fails, the message is acknowledged all the same and the
 claim stays ``sending``: another copy of the message is then refused (``held``) and acknowledged without a POST.
 Only the claiming message itself, if it comes back (it was not acknowledged: no 2xx was seen, or the invocation
@@ -152,6 +154,14 @@ def _send(queue_url: str, body: str, delay: int = 0) -> bool:
     return True
 
 
+def _requeued(body: str) -> str:
+    """The body of a fresh copy: marked ``requeued``, so that the claim does not take it for a duplicate of the
+    stream relay's (which may claim only an unclaimed message): it takes over from the copy it replaces."""
+    message = json.loads(body)
+    message["requeued"] = int(message.get("requeued", 0) or 0) + 1
+    return json.dumps(message, separators=(",", ":"))
+
+
 def _give_back(result: str, body: str, receive_count: int, delay: int, requeue: bool = True) -> Outcome:
     """Retry later: SQS shows the message again after ``delay`` seconds.
 
@@ -162,7 +172,8 @@ def _give_back(result: str, body: str, receive_count: int, delay: int, requeue: 
     message holds a claim without a recorded outcome (a fresh copy, another SQS message, could not take it
     over), so it stays this message: the redrive, then the operator's, takes it.
     """
-    if requeue and receive_count >= max_receive_count() and _send(settings().postback_queue_url, body, delay):
+    if requeue and receive_count >= max_receive_count() and _send(settings().postback_queue_url, _requeued(body),
+                                                                  delay):
         return Outcome("requeued")
     return Outcome(result, delay)
 
@@ -227,6 +238,12 @@ def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callab
         if decision == PROBE:
             _breaker.release_probe(destination)
         if claimed.reason == "delivered":
+            return Outcome("skipped")
+        if claimed.reason == "copy":
+            # The stream relay queued this delivery twice (a retried batch, a lost SendMessage answer) and the
+            # other copy has claimed it: that copy makes every attempt; this one is acknowledged, no POST.
+            _log.info("postback copy skipped: another copy of the relay's claimed it",
+                      extra={"delivery_id": delivery_id, "account_id": account_id})
             return Outcome("skipped")
         if claimed.reason == "held":
             # Another SQS message made the last attempt and its outcome was never recorded: if it was not a 2xx,

@@ -1,0 +1,114 @@
+"""The outbox relay: puts every postback the gateway recorded with its transaction on the postback queue.
+
+Invoked by the event source mapping on the Deliveries table's stream (template: PostbackOutboxFunction,
+StreamViewType NEW_IMAGE). The mapping's filter passes only INSERTs of message items in state ``unsent``
+(:data:`FILTER_PATTERN`, the template's FilterCriteria): an item is in the stream exactly when the transaction
+that wrote it has committed, so nothing can be recorded without reaching the queue, and no index or sweep is
+needed. The new image carries the SQS body (``message``), so the relay makes no DynamoDB call.
+
+One SendMessageBatch per ten records. The answer is a partial batch response (ReportBatchItemFailures): the
+sequence numbers of records SQS refused. Lambda then retries the batch from the first of them, so the records
+after it reach the queue a second time; an error of the whole invocation retries the batch (bisected) in the same
+way. A copy is harmless: the postback sender lets only one first copy of a delivery claim it
+(:func:`vaultcore.postback.deliveries.claim`), so each attempt is POSTed once. After the mapping's
+MaximumRetryAttempts the batch's description (shard, sequence numbers) goes to the failure destination, from
+which :func:`redrive` queues the messages again (docs/operators/runbooks.md).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from vaultcore import metrics
+from vaultcore.errors import DependencyError
+from vaultcore.logs import clear_request_context, get_logger, set_request_context
+from vaultcore.postback.deliveries import UNSENT, message_body
+from vaultcore.settings import settings
+from vaultcore.store.aws import client
+
+__all__ = ["relay", "FILTER_PATTERN", "redrive", "wanted"]
+
+_log = get_logger("postback.relay")
+
+#: Empty GetRecords pages a redrive reads through before it stops (the range's records are older than that).
+REDRIVE_EMPTY_PAGES = 5
+
+#: The template's FilterCriteria pattern (tests/unit/test_template.py checks they are the same).
+FILTER_PATTERN: dict[str, Any] = {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"state": {"S": [UNSENT]}}}}
+
+
+def wanted(record: dict[str, Any]) -> bool:
+    """What the filter passes, checked again here: a record the mapping let through by mistake is not queued."""
+    image = (record.get("dynamodb") or {}).get("NewImage") or {}
+    return (record.get("eventName") == "INSERT" and (image.get("state") or {}).get("S") == UNSENT
+            and bool({"B", "S"} & set(image.get("message") or {})))
+
+
+def _body(record: dict[str, Any]) -> str:
+    """The SQS body: the new image's message (deflated binary, base64 in a Lambda event; or plain JSON)."""
+    value = record["dynamodb"]["NewImage"]["message"]
+    return message_body(value["B"] if "B" in value else value["S"])
+
+
+def _send(records: list[dict[str, Any]]) -> list[str]:
+    """SendMessageBatch per ten records; the sequence numbers of the records not queued."""
+    failed: list[str] = []
+    sqs = client("sqs")
+    for start in range(0, len(records), 10):
+        chunk = records[start:start + 10]
+        entries = [{"Id": str(i), "MessageBody": _body(r)} for i, r in enumerate(chunk)]
+        try:
+            out = sqs.send_message_batch(QueueUrl=settings().postback_queue_url, Entries=entries)
+        except Exception as exc:  # noqa: BLE001 - the whole chunk is retried by the mapping
+            _log.warning("postback relay send failed", extra={"error_type": type(exc).__name__,
+                                                               "count": len(chunk)})
+            failed.extend(r["dynamodb"]["SequenceNumber"] for r in chunk)
+            continue
+        for entry in out.get("Failed") or []:
+            failed.append(chunk[int(entry["Id"])]["dynamodb"]["SequenceNumber"])
+    return failed
+
+
+def relay(event: dict[str, Any] | None = None, context: Any = None) -> dict[str, Any]:
+    set_request_context(getattr(context, "aws_request_id", None))  # the correlation id of its log lines
+    try:
+        records = [r for r in ((event or {}).get("Records") or []) if isinstance(r, dict) and wanted(r)]
+        failed = _send(records)
+        metrics.relay_batch(relayed=len(records) - len(failed), failed=len(failed))
+        if records:
+            _log.info("postbacks relayed", extra={"count": len(records) - len(failed), "failed": len(failed)})
+        # Lambda resumes from the lowest sequence number reported; listing them all is the documented shape.
+        return {"batchItemFailures": [{"itemIdentifier": seq} for seq in failed]}
+    finally:
+        metrics.flush(context)
+        clear_request_context()
+
+
+def redrive(failure: dict[str, Any], streams: Any = None) -> int:
+    """Queue again the messages of one failure-destination record (an OnFailure record of the stream mapping:
+    ``DDBStreamBatchInfo`` with the shard and the first and last sequence numbers). Reads that range of the
+    stream (it keeps records for 24 hours) and sends what the filter passes; returns how many were sent.
+    Copies of messages already queued are harmless (see the module docstring)."""
+    info = failure.get("DDBStreamBatchInfo") or {}
+    streams = streams or client("dynamodbstreams")
+    iterator = streams.get_shard_iterator(StreamArn=info["streamArn"], ShardId=info["shardId"],
+                                          ShardIteratorType="AT_SEQUENCE_NUMBER",
+                                          SequenceNumber=info["startSequenceNumber"])["ShardIterator"]
+    last = int(info["endSequenceNumber"])
+    sent = empty = 0
+    # Until the range's last record; a page may come back empty before the data (DynamoDB Streams), so a few
+    # empty pages are read through; a closed shard ends with no next iterator.
+    while iterator and empty < REDRIVE_EMPTY_PAGES:
+        out = streams.get_records(ShardIterator=iterator, Limit=100)
+        records = out.get("Records", [])
+        batch = [r for r in records if int(r["dynamodb"]["SequenceNumber"]) <= last]
+        chosen = [r for r in batch if wanted(r)]
+        if _send(chosen):
+            raise DependencyError("Internal error: SQS refused postbacks during the relay redrive; run it again.")
+        sent += len(chosen)
+        if len(batch) < len(records) or (batch and int(batch[-1]["dynamodb"]["SequenceNumber"]) >= last):
+            break
+        empty = 0 if records else empty + 1
+        iterator = out.get("NextShardIterator")
+    return sent
+
