@@ -9,6 +9,7 @@ from local.contracts.common import body, codes, obj, parameter, ref, response, t
 from vaultcore.iframe import capture, configs, instances
 from vaultcore.iframe.errors import CODES, ONERROR_CODES
 from vaultcore.iframe.page import STYLE_OPTIONS
+from vaultcore.iframe.violations import ERROR_TYPES
 
 __all__ = ["paths", "schemas", "SECURITY_SCHEMES"]
 
@@ -43,6 +44,23 @@ def schemas() -> dict[str, Any]:
     card = obj({"first1": text("[0-9]"), "last4": text("[0-9]{4}"), "expiration": text("[0-9]{4}"),
                 "brand": {"type": "string"}}, ["first1", "last4", "expiration", "brand"])
     return {
+        # the original's ApiViolation (open: our errCode is its extension member), on every /api/v4 path
+        "ApiViolation": obj({
+            "message": {"type": "string", "description": "The original's message of the errorType."},
+            "traceId": {"type": "string", "format": "uuid", "description": "The request id (as in our logs)."},
+            "errorType": {"type": "string", "enum": list(ERROR_TYPES), "description": "\n".join(
+                f"`{t}`: errorCode {c}" for t, (c, _) in ERROR_TYPES.items())},
+            "errorCode": {"type": "string", "enum": [c for c, _ in ERROR_TYPES.values()]},
+            "value": {"type": "string", "description": "What went wrong (never an input value)."},
+            "source": {"type": "string", "description": "`request`, or `headers` for authentication."},
+            "details": {"type": "array", "items": obj({"detail": {"type": "string"},
+                                                       "source": {"type": "string",
+                                                                  "description": "The member at fault."}},
+                                                      ["detail", "source"])},
+            "errCode": codes({c: m for c, (_, m) in CODES.items()}, "Our payment iFrame error code (extension).")},
+            ["message", "traceId", "errorType", "errorCode", "value", "source", "details"], closed=False,
+            description="The original's error body on /api/v4 (any other path under /api/v4 answers 404 "
+                        "`not_found` too)."),
         "IframeError": obj({"success": {"type": "boolean", "const": False},
                             "errCode": codes({c: m for c, (_, m) in CODES.items()}, "Payment iFrame error codes."),
                             "errMessage": {"type": "string"}}, ["success", "errCode", "errMessage"]),
@@ -84,6 +102,18 @@ def _errors(*statuses: int) -> dict[str, Any]:
     return {str(s): response(meaning[s] + " " + _ERROR_TEXT, ref("IframeError")) for s in statuses}
 
 
+def _v4_errors(*statuses: int) -> dict[str, Any]:
+    """The /api/v4 paths' errors: the original's ApiViolation; a member's validation is 422 (module violations)."""
+    meaning = {400: "The body is not one JSON object or the input gate refused it (`invalid_request`, errCode 400).",
+               401: "Authentication failed (`authentication`, errCode 1003): one answer for every cause.",
+               404: "No such configuration or instance of this account (`not_found`).",
+               413: "The body is over the input gate's limit (`invalid_request`).",
+               422: "A member is missing or invalid (`invalid_request`, errCode 901/902, the member in "
+                    "`details[].source`), or the account is not ready (errCode 903).",
+               500: "Internal error (`internal_server_error`)."}
+    return {str(s): response(meaning[s], ref("ApiViolation")) for s in statuses}
+
+
 def paths() -> dict[str, Any]:
     basic: list[dict[str, list[str]]] = [{"accountBasic": []}]
     account = parameter("account_id", "path", "The account (the Basic user).", text("[0-9]{12}"))
@@ -97,29 +127,29 @@ def paths() -> dict[str, Any]:
             "get": {"operationId": "listPaymentIframes", "tags": ["iframe"], "security": basic,
                     "summary": "The account's payment iFrame configurations",
                     "responses": {"200": response("The configurations.", ref("IframeConfigurations")),
-                                  **_errors(*common)}},
+                                  **_v4_errors(*common, 422)}},
             "post": {"operationId": "createPaymentIframe", "tags": ["iframe"], "security": basic,
                      "summary": "Create a payment iFrame configuration",
                      "requestBody": body(ref("IframeConfigurationCreate"), example={
                          "label": "Web shop", "allowedParentDomains": ["https://shop.example"],
                          "allowedPaymentMethods": ["CARD", "ACH"], "timeout": 900,
                          "cardSettings": {"cvv": "required", "billingAddress": {"zip": "required"}}}),
-                     "responses": {"201": response("Created.", ref("IframeConfiguration")), **_errors(*common, 409)}},
+                     "responses": {"201": response("Created.", ref("IframeConfiguration")), **_v4_errors(*common, 422)}},
         },
         "/api/v4/accounts/{account_id}/payment-iframe/{id}": {
             "parameters": [account, config_id],
             "get": {"operationId": "getPaymentIframe", "tags": ["iframe"], "security": basic,
                     "summary": "Read a configuration",
                     "responses": {"200": response("The configuration.", ref("IframeConfiguration")),
-                                  **_errors(*common, 404)}},
+                                  **_v4_errors(*common, 404, 422)}},
             "patch": {"operationId": "patchPaymentIframe", "tags": ["iframe"], "security": basic,
                       "summary": "Change members of a configuration (cardSettings merged)",
                       "requestBody": body(ref("IframeConfigurationPatch")),
                       "responses": {"200": response("The configuration.", ref("IframeConfiguration")),
-                                    **_errors(*common, 404, 409)}},
+                                    **_v4_errors(*common, 404, 422)}},
             "delete": {"operationId": "deletePaymentIframe", "tags": ["iframe"], "security": basic,
                        "summary": "Remove a configuration (its instances stop working)",
-                       "responses": {"204": response("Removed."), **_errors(*common, 404)}},
+                       "responses": {"204": response("Removed."), **_v4_errors(*common, 404, 422)}},
         },
         "/api/v4/accounts/{account_id}/payment-iframe/{id}/instance/init": {
             "parameters": [account, config_id],
@@ -129,7 +159,7 @@ def paths() -> dict[str, Any]:
                                                                                "amount": "24.99",
                                                                                "customId": "order-1001"}),
                      "responses": {"201": response("The instance.", ref("IframeInstance")),
-                                   **_errors(*common, 404)}},
+                                   **_v4_errors(*common, 404, 422)}},
         },
         "/iframe/v1/checkout.js": {"get": {
             "operationId": "iframeLibrary", "tags": ["iframe"], "security": [{}],

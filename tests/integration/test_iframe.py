@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -32,6 +33,7 @@ class Iframe:
         self.partner_id = partner_id
         self.account_id = account["account_id"]
         self.creds = {"account_id": account["account_id"], "api_accesskey": account["api_accesskey"]}
+        self.basic = "Basic " + base64.b64encode(f"{self.account_id}:{account['api_accesskey']}".encode()).decode()
 
     def api(self, method: str, suffix: str = "", body=None, *, auth: str | None = None, account_id: str | None = None):
         account_id = account_id or self.account_id
@@ -41,8 +43,7 @@ class Iframe:
         if "{id}" in suffix:
             params["id"] = self._id
             path = path.replace("{id}", self._id)
-        basic = base64.b64encode(f"{self.creds['account_id']}:{self.creds['api_accesskey']}".encode()).decode()
-        headers = {"Authorization": auth if auth is not None else "Basic " + basic}
+        headers = {"Authorization": auth if auth is not None else self.basic}
         status, _, payload = call(self.platform, "IframeFunction", method, path, body, headers, resource=resource,
                                   path_params=params)
         return status, payload
@@ -110,7 +111,7 @@ def test_configurations_create_list_read_patch_delete(shop):
     assert shop.api("GET", "/{id}")[1]["label"] == "New"
     assert shop.api("DELETE", "/{id}")[0] == 204
     status, err = shop.api("GET", "/{id}")
-    assert status == 404 and err["errCode"] == 404
+    assert status == 404 and (err["errorType"], err["errorCode"], err["errCode"]) == ("not_found", "40005", 404), err
 
 
 @pytest.mark.parametrize("domains", [["*"], ["*.com"], ["http://shop.example"], ["https://shop.example/path"],
@@ -119,7 +120,8 @@ def test_configurations_create_list_read_patch_delete(shop):
                                      [f"https://s{i}.example" for i in range(11)], ["'self'"], ["https://*"]])
 def test_allowed_parent_domains_are_strict_host_sources(shop, domains):
     status, err = shop.api("POST", "", {"label": "x", "allowedParentDomains": domains})
-    assert status == 400 and err["errCode"] == 901 and err["errMessage"].startswith("allowedParentDomains"), err
+    assert status == 422 and err["errCode"] == 901 and err["errorType"] == "invalid_request", err
+    assert [d["source"] for d in err["details"]] == ["allowedParentDomains"], err
 
 
 def test_host_sources_are_normalised_and_local_ones_are_cert_only(shop, monkeypatch):
@@ -142,15 +144,39 @@ def test_authentication_is_basic_and_uniform(shop):
     for auth in ("", "Basic !!!", "Bearer x", "Basic " + base64.b64encode(b"123456789012:nope").decode(),
                  "Basic " + base64.b64encode(f"{shop.account_id}:wrong".encode()).decode()):
         status, err = shop.api("GET", auth=auth)
-        assert status == 401 and err == {"success": False, "errCode": 1003, "errMessage": "Authentication required."}
+        trace = err.pop("traceId")  # the original's ApiViolation, the same for every cause but its trace id
+        assert status == 401 and err == {"message": "Unauthenticated", "errorType": "authentication",
+                                         "errorCode": "40002", "value": "Authorization", "source": "headers",
+                                         "details": [], "errCode": 1003}, err
+        assert re.fullmatch(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", trace)
     status, err = shop.api("GET", account_id=other.account_id)  # the path names another account
     assert status == 401 and err["errCode"] == 1003
+
+
+def test_v4_errors_are_the_originals_api_violation(shop):
+    """Validation 422 with the member in details[], an unknown v4 path 404 not_found (any method), a body that is
+    not JSON 400: every one an ApiViolation (the original's members), our errCode as the extension member."""
+    status, err = shop.api("POST", "", {"label": "Checkout", "allowedParentDomains": [SHOP], "random": 1})
+    assert status == 422 and err["details"] == [{"detail": "unknown member", "source": "random"}], err
+    assert (err["message"], err["errorCode"], err["source"]) == ("Invalid Input", "40001", "request")
+    for method in ("GET", "POST", "PUT"):
+        status, _, err = call(shop.platform, "IframeFunction", method, "/api/v4/accounts/x/nothing-here", None,
+                              None, resource="/api/v4/{proxy+}", path_params={"proxy": "accounts/x/nothing-here"})
+        assert status == 404 and (err["errorType"], err["errorCode"], err["errCode"]) == ("not_found", "40005", 404)
+    status, _, err = call(shop.platform, "IframeFunction", "POST", f"/api/v4/accounts/{shop.account_id}/payment-iframe",
+                          "[1, 2]", {"Content-Type": "application/json", "Authorization": shop.basic}, resource=BASE,
+                          path_params={"account_id": shop.account_id})
+    assert status == 400 and (err["errorType"], err["errCode"]) == ("invalid_request", 400), err
+    # the browser paths keep our body (checkout.js reads errCode)
+    status, _, err = call(shop.platform, "IframeFunction", "POST", "/iframe/v1/submit", {}, {"Authorization": "x"},
+                          resource="/iframe/v1/submit")
+    assert status == 401 and err == {"success": False, "errCode": 904, "errMessage": err["errMessage"]}, err
 
 
 def test_anti_fraud_needs_fraud_scoring_and_an_account_needs_a_partner(platform):
     shop = Iframe(platform)
     status, err = shop.api("POST", "", {"label": "x", "allowedParentDomains": [SHOP], "antiFraud": True})
-    assert status == 409 and err["errCode"] == 903
+    assert status == 422 and err["errCode"] == 903 and err["errorType"] == "invalid_request", err
 
 
 # ------------------------------------------------------------------------------------------------ instances, page

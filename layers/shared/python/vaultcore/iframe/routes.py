@@ -12,8 +12,11 @@ Browser (no account credentials):
 * ``GET /iframe/v1/frame`` and ``GET /iframe/v1/frame.js``: the iframe page and its script (:mod:`.page`);
 * ``POST /iframe/v1/submit`` with ``Authorization: Bearer <token>``: a submission (:mod:`.capture`).
 
+Every other path under ``/api/v4`` (``/api/v4/{proxy+}``, any method): 404.
+
 Errors: ``{success: false, errCode, errMessage}`` (:mod:`vaultcore.iframe.errors`); every authentication failure
-is the uniform 401 / 1003.
+is the uniform 401 / 1003. On the ``/api/v4`` paths the function's wrapper answers them as the original's
+``ApiViolation`` (:mod:`vaultcore.iframe.violations`), our errCode kept as its extension member.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from vaultcore.iframe.errors import BODY_INVALID, IframeError
 __all__ = ["route", "authenticate_basic"]
 
 _BASE = "/api/v4/accounts/{account_id}/payment-iframe"
+_V4_ANY = "/api/v4/{proxy+}"
 _JS = {"Content-Type": "application/javascript; charset=utf-8", "Cache-Control": "public, max-age=300",
        "X-Content-Type-Options": "nosniff", "Cross-Origin-Resource-Policy": "cross-origin"}
 
@@ -107,6 +111,9 @@ def route(request: Request) -> Response:
     method = request.method.upper()
     if resource.startswith(_BASE):
         return _api(request, resource)
+    if resource == _V4_ANY:
+        # every other path under /api/v4: the original's not_found body (violations), not API Gateway's own
+        raise NotFound("No such operation.")
     if resource == "/iframe/v1/submit":
         if method != "POST":
             raise MethodNotAllowed(["POST"])
