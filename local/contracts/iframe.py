@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from local.contracts.common import body, codes, obj, parameter, ref, response, text
+from local.contracts.common import body, codes, nullable, obj, parameter, ref, response, text
 from vaultcore.iframe import capture, configs, instances
 from vaultcore.iframe.errors import CODES, ONERROR_CODES
 from vaultcore.iframe.page import STYLE_OPTIONS
@@ -22,25 +22,45 @@ _ERROR_TEXT = "`{success: false, errCode, errMessage}` (docs/integrators/iframe.
 
 def schemas() -> dict[str, Any]:
     address = obj({k: _SETTING for k in configs.ADDRESS_FIELDS}, description="Each billing field: collected and "
-                  "required, optional, or not collected (default: zip optional, the others omitted).")
+                  "required, optional, or not collected (our per-field form).")
+    billing = {"description": "The original's one setting (`required`: address1, city, state, zip required and "
+                              "address2 optional; `optional`: all five optional; `omit`: none), or our per-field "
+                              "object.",
+               "oneOf": [_SETTING, address]}
+    save = dict(_SETTING, description="`required`: every capture is saved (a STORE through the gateway; the result's "
+                                      "`saved.token_id`); `optional`: a checkbox; `omit` (default): never.")
     members = {
-        "label": text(r"[^\x00-\x1f\x7f]{1,64}", "A name for the merchant."),
-        "language": {"type": "string", "enum": list(configs.LANGUAGES), "description": "Labels and messages."},
+        "label": text(r"[^\x00-\x1f\x7f]{1,100}", "A name for the merchant."),
+        "language": {"type": "string", "enum": [*configs.LANGUAGES, *configs.LANGUAGE_ALIASES],
+                     "description": "Labels and messages: English and Spanish translated, German, French and Italian "
+                                    "in English for now; `en` and `es` are accepted as ENGLISH and SPANISH."},
         "timeout": {"type": "integer", "minimum": configs.TIMEOUT_RANGE[0], "maximum": configs.TIMEOUT_RANGE[1],
-                    "description": "Seconds an instance (its bearer token) lives; default 900."},
+                    "description": f"Seconds an instance (its bearer token) lives (a whole number: 600.0 is accepted too); default "
+                                   f"{configs.DEFAULT_TIMEOUT}."},
         "currency": {"type": "string", "description": "ISO 4217, default USD."},
         "allowedPaymentMethods": {"type": "array", "items": {"type": "string", "enum": list(configs.METHODS)},
-                                  "minItems": 1, "maxItems": 2, "uniqueItems": True},
-        "allowedParentDomains": {"type": "array", "minItems": 1, "maxItems": 10, "items": {"type": "string"},
+                                  "minItems": 1, "maxItems": 2, "uniqueItems": True,
+                                  "description": "CLICK_TO_PAY is refused (not offered)."},
+        "allowedParentDomains": {"type": "array", "minItems": 0, "maxItems": 10, "items": {"type": "string"},
                                  "description": "CSP frame-ancestors host sources: `[https://]host[:port]`, the host "
                                                 "optionally `*.`-prefixed (two labels after it); https only in "
                                                 "production; `http://localhost:<port>` and "
-                                                "`http://127.0.0.1:<port>` in certification."},
-        "cardSettings": obj({"cvv": _SETTING, "billingAddress": address}),
+                                                "`http://127.0.0.1:<port>` in certification. Empty: the frame is "
+                                                "embeddable nowhere (`frame-ancestors 'none'`) and is used top-level "
+                                                "by its instance's bearer token only."},
+        "cardSettings": obj({"cvv": _SETTING, "billingAddress": billing,
+                             "contactInfo": dict(_SETTING, description="Email (per the setting) and phone "
+                                                                       "(optional); default omit."),
+                             "savePaymentOption": save}),
+        "achSettings": obj({"savePaymentOption": save}),
         "antiFraud": {"type": "boolean", "description": "Run the device collection in the iframe and return "
                                                         "`antiFraud.device_trans_id` (needs fraud scoring, 903)."},
     }
-    view = dict(members, id=text(configs.CONFIG_ID), createdAt={"type": "integer"}, updatedAt={"type": "integer"})
+    card_view = obj({"cvv": _SETTING, "billingAddress": _SETTING, "contactInfo": _SETTING,
+                     "savePaymentOption": _SETTING}, ["cvv", "billingAddress", "contactInfo", "savePaymentOption"])
+    view = dict(members, id=text(configs.CONFIG_ID), createdAt={"type": "integer"}, updatedAt={"type": "integer"},
+                language={"type": "string", "enum": list(configs.LANGUAGES)}, cardSettings=card_view,
+                billingAddressFields=address)
     card = obj({"first1": text("[0-9]"), "last4": text("[0-9]{4}"), "expiration": text("[0-9]{4}"),
                 "brand": {"type": "string"}}, ["first1", "last4", "expiration", "brand"])
     return {
@@ -66,7 +86,7 @@ def schemas() -> dict[str, Any]:
                             "errMessage": {"type": "string"}}, ["success", "errCode", "errMessage"]),
         "IframeConfigurationCreate": obj(members, ["label", "allowedParentDomains"]),
         "IframeConfigurationPatch": obj(members),
-        "IframeConfiguration": obj(view, ["id", *configs.MEMBERS]),
+        "IframeConfiguration": obj(view, ["id", *configs.MEMBERS, "billingAddressFields"]),
         "IframeConfigurations": obj({"configurations": {"type": "array", "items": ref("IframeConfiguration")}},
                                     ["configurations"]),
         "IframeInstanceRequest": obj({
@@ -81,14 +101,19 @@ def schemas() -> dict[str, Any]:
             "expiresAt": {"type": "string", "format": "date-time"}, "customId": text(instances.CUSTOM_ID),
             "submissionLimit": {"type": "integer", "const": instances.SUBMISSION_LIMIT_PER_TOKEN}},
             ["bearerToken", "expiresAt", "customId", "submissionLimit"]),
-        "IframeSubmission": obj({name: {"type": "string"} for name in capture.FIELDS}, description=(
+        "IframeSubmission": obj({name: {"type": "boolean"} if name == "savePayment" else {"type": "string"}
+                                 for name in capture.FIELDS}, description=(
             "The iframe's fields by name (sent by frame.js, never by the merchant's page).")),
         "IframeResult": obj({
             "eToken": {"type": "string", "description": "The bfid to send as `etoken` (with `custom_id`) in a "
                                                         "SALE; read once, within one hour."},
             "customId": text(instances.CUSTOM_ID), "paymentMethod": {"type": "string", "enum": list(configs.METHODS)},
             "card": card, "bank": obj({"last4": text("[0-9]{4}")}, ["last4"]),
-            "antiFraud": obj({"device_trans_id": {"type": "string"}}, ["device_trans_id"])},
+            "antiFraud": obj({"device_trans_id": {"type": "string"}}, ["device_trans_id"]),
+            "contact": obj({"email": {"type": "string"}, "phone": {"type": "string"}},
+                           description="cardSettings.contactInfo: what the shopper entered (not kept)."),
+            "saved": nullable(obj({"token_id": text("[0-9]{12}", "The STORE's transaction_id: `token_id` of "
+                                                                 "later payments.")}, ["token_id"]))},
             ["eToken", "customId", "paymentMethod"]),
     }
 
@@ -132,8 +157,10 @@ def paths() -> dict[str, Any]:
                      "summary": "Create a payment iFrame configuration",
                      "requestBody": body(ref("IframeConfigurationCreate"), example={
                          "label": "Web shop", "allowedParentDomains": ["https://shop.example"],
-                         "allowedPaymentMethods": ["CARD", "ACH"], "timeout": 900,
-                         "cardSettings": {"cvv": "required", "billingAddress": {"zip": "required"}}}),
+                         "allowedPaymentMethods": ["CARD", "ACH"], "timeout": 900, "language": "SPANISH",
+                         "cardSettings": {"cvv": "required", "billingAddress": "required", "contactInfo": "optional",
+                                          "savePaymentOption": "optional"},
+                         "achSettings": {"savePaymentOption": "omit"}}),
                      "responses": {"201": response("Created.", ref("IframeConfiguration")), **_v4_errors(*common, 422)}},
         },
         "/api/v4/accounts/{account_id}/payment-iframe/{id}": {

@@ -100,14 +100,18 @@ def _tokens_items() -> list[dict]:
 def test_configurations_create_list_read_patch_delete(shop):
     config = shop.configure(allowedPaymentMethods=["CARD", "ACH"], timeout=300,
                             cardSettings={"cvv": "optional", "billingAddress": {"zip": "required"}})
-    assert config["allowedParentDomains"] == [SHOP] and config["timeout"] == 300 and config["language"] == "en"
-    assert config["cardSettings"] == {"cvv": "optional", "billingAddress": {
-        "address1": "omit", "address2": "omit", "city": "omit", "state": "omit", "zip": "required"}}
+    assert config["allowedParentDomains"] == [SHOP] and config["timeout"] == 300 and config["language"] == "ENGLISH"
+    assert re.fullmatch(r"ifr_[0-9a-f]{32}", config["id"])
+    # the original's one billingAddress setting, and ours per field as the extension member
+    assert config["cardSettings"] == {"cvv": "optional", "billingAddress": "required", "contactInfo": "omit",
+                                      "savePaymentOption": "omit"}
+    assert config["billingAddressFields"] == {"address1": "omit", "address2": "omit", "city": "omit",
+                                              "state": "omit", "zip": "required"}
     status, listed = shop.api("GET")
     assert status == 200 and [c["id"] for c in listed["configurations"]] == [config["id"]]
     status, patched = shop.api("PATCH", "/{id}", {"label": "New", "cardSettings": {"cvv": "omit"}})
     assert status == 200 and patched["label"] == "New" and patched["cardSettings"]["cvv"] == "omit"
-    assert patched["cardSettings"]["billingAddress"]["zip"] == "required" and patched["timeout"] == 300
+    assert patched["billingAddressFields"]["zip"] == "required" and patched["timeout"] == 300
     assert shop.api("GET", "/{id}")[1]["label"] == "New"
     assert shop.api("DELETE", "/{id}")[0] == 204
     status, err = shop.api("GET", "/{id}")
@@ -115,7 +119,7 @@ def test_configurations_create_list_read_patch_delete(shop):
 
 
 @pytest.mark.parametrize("domains", [["*"], ["*.com"], ["http://shop.example"], ["https://shop.example/path"],
-                                     ["https://10.0.0.1"], ["localhost"], ["http://localhost"], [], "x",
+                                     ["https://10.0.0.1"], ["localhost"], ["http://localhost"], "x",
                                      ["https://user@shop.example"], ["https://shop.example:99999"], ["ftp://a.b"],
                                      [f"https://s{i}.example" for i in range(11)], ["'self'"], ["https://*"]])
 def test_allowed_parent_domains_are_strict_host_sources(shop, domains):
@@ -376,3 +380,135 @@ def test_the_partner_reads_an_iframe_bfid_once_independently_of_the_gateway(shop
         service.read_tokens_once(shop.partner_id, result["eToken"], "read-2")
     assert second.value.code == 3018
     assert shop.pay(etoken=result["eToken"], custom_id="p1")["transaction_approved"] is True
+
+
+# ------------------------------------------------------------------------------- the original's vocabulary (issue 30)
+def _frame_fields(html: str) -> set[str]:
+    return set(re.findall(r"<input [^>]*name=\"([A-Za-z0-9]+)\"", html))
+
+
+def test_the_originals_full_create_body_and_its_limits(shop):
+    config = shop.configure(label="L" * 100, language="SPANISH", timeout=1800, currency="USD",
+                            allowedPaymentMethods=["CARD", "ACH"], allowedParentDomains=["tiredwindow.com"],
+                            cardSettings={"cvv": "optional", "billingAddress": "required", "contactInfo": "optional",
+                                          "savePaymentOption": "optional"},
+                            achSettings={"savePaymentOption": "required"})
+    assert (config["language"], config["timeout"], config["achSettings"]) == (
+        "SPANISH", 1800, {"savePaymentOption": "required"})
+    assert config["cardSettings"] == {"cvv": "optional", "billingAddress": "required", "contactInfo": "optional",
+                                      "savePaymentOption": "optional"}
+    assert config["billingAddressFields"] == {"address1": "required", "address2": "optional", "city": "required",
+                                              "state": "required", "zip": "required"}
+    assert shop.configure()["timeout"] == 300 and shop.configure(language="es")["language"] == "SPANISH"
+    for member, value in (("label", "L" * 101), ("timeout", 59), ("timeout", 1801), ("language", "KLINGON"),
+                          ("cardSettings", {"billingAddress": "sometimes"}), ("cardSettings", {"x": "omit"}),
+                          ("achSettings", {"savePaymentOption": "always"})):
+        status, err = shop.api("POST", "", {"label": "x", "allowedParentDomains": [SHOP], member: value})
+        assert status == 422 and err["errCode"] == 901 and err["details"][0]["source"].startswith(member), err
+
+
+@pytest.mark.parametrize("body", [{"clickToPaySettings": {"dpaName": "Shop"}},
+                                  {"allowedPaymentMethods": ["CARD", "CLICK_TO_PAY"]}])
+def test_click_to_pay_is_refused_with_the_originals_error(shop, body):
+    status, err = shop.api("POST", "", {"label": "x", "allowedParentDomains": [SHOP], **body})
+    assert status == 422 and err["errorType"] == "invalid_request" and "Click to Pay" in err["details"][0]["detail"] \
+        or "CLICK_TO_PAY" in err["details"][0]["detail"], err
+
+
+@pytest.mark.parametrize(("language", "lang", "label"), [("ENGLISH", "en", "Card number"),
+                                                         ("SPANISH", "es", "Número de tarjeta"),
+                                                         ("GERMAN", "en", "Card number"),
+                                                         ("FRENCH", "en", "Card number"),
+                                                         ("ITALIAN", "en", "Card number")])
+def test_language_selects_the_frames_labels_falling_back_to_english(shop, language, lang, label):
+    shop.configure(language=language)
+    _, _, html = shop.frame(shop.instance()["bearerToken"])
+    assert f'<html lang="{lang}">' in html and f">{label}</label>" in html
+    assert f'"language": "{lang}"' in html  # frame.js's messages
+
+
+@pytest.mark.parametrize(("card_settings", "shown", "hidden"), [
+    ({"billingAddress": "omit", "contactInfo": "omit"}, set(), {"address1", "zip", "email", "phone"}),
+    ({"billingAddress": "optional"}, {"address1", "address2", "city", "state", "zip"}, {"email"}),
+    ({"billingAddress": "required", "contactInfo": "required"}, {"address1", "city", "state", "zip", "email", "phone"},
+     set()),
+])
+def test_billing_address_and_contact_info_control_the_fields(shop, card_settings, shown, hidden):
+    shop.configure(cardSettings=card_settings)
+    fields = _frame_fields(shop.frame(shop.instance()["bearerToken"])[2])
+    assert shown <= fields and not hidden & fields, fields
+
+
+def test_contact_info_is_checked_and_returned_never_kept(shop):
+    shop.configure(cardSettings={"contactInfo": "required", "billingAddress": "omit"})
+    token = shop.instance(customId="contact-1")["bearerToken"]
+    status, err = shop.submit(token, **_card())
+    assert status == 400 and err["errMessage"].startswith("email"), err
+    status, result = shop.submit(token, **_card(email="ann@shop.example", phone="+14441234321"))
+    assert status == 200 and result["contact"] == {"email": "ann@shop.example", "phone": "+14441234321"}, result
+    assert "ann@shop.example" not in json.dumps(_tokens_items())
+
+
+def test_save_payment_option_stores_the_card_through_the_gateway(shop):
+    shop.configure(cardSettings={"savePaymentOption": "optional"})
+    status, result = shop.submit(shop.instance(customId="save-1")["bearerToken"], **_card(savePayment=True))
+    assert status == 200 and re.fullmatch(r"[0-9]{12}", result["saved"]["token_id"]), result
+    # the eToken pays now; the STORE's token_id pays later (the gateway's stored card), never with the CVV
+    assert shop.pay(etoken=result["eToken"], custom_id="save-1")["transaction_approved"] is True
+    later = shop.pay(token_id=result["saved"]["token_id"])
+    assert later["transaction_approved"] is True and later["last4"] == "4242", later
+    status, result = shop.submit(shop.instance()["bearerToken"], **_card())  # optional, not ticked: not saved
+    assert status == 200 and "saved" not in result
+    shop.configure(cardSettings={"savePaymentOption": "omit"})
+    status, err = shop.submit(shop.instance()["bearerToken"], **_card(savePayment=True))
+    assert status == 400 and err["errMessage"].startswith("savePayment"), err
+    shop.configure(allowedPaymentMethods=["ACH"], achSettings={"savePaymentOption": "required"})
+    status, result = shop.submit(shop.instance()["bearerToken"], paymentMethod="ACH", bankAccountNumber="000123456789",
+                                 bankRoutingNumber="011000015", accountHolderName="Ann Lee")
+    assert status == 200 and re.fullmatch(r"[0-9]{12}", result["saved"]["token_id"]), result
+
+
+def test_save_payment_option_is_offered_in_the_frame(shop):
+    shop.configure(allowedPaymentMethods=["CARD", "ACH"], cardSettings={"savePaymentOption": "optional"},
+                   achSettings={"savePaymentOption": "required"})
+    html = shop.frame(shop.instance()["bearerToken"])[2]
+    assert 'type="checkbox" id="f-saveCARD" name="savePayment"' in html
+    assert 'id="f-saveACH" data-required="true"' in html
+
+
+def test_no_parent_domains_means_top_level_by_instance_only(shop):
+    """Empty allowedParentDomains (the original allows it): frame-ancestors 'none' (embeddable nowhere, never
+    '*'), no parent origin to post to, whatever origin is claimed; the page works top-level, with its own button,
+    and the merchant's server reads the eToken from the instance."""
+    config = shop.configure(allowedParentDomains=[])
+    assert config["allowedParentDomains"] == []
+    token = shop.instance()["bearerToken"]
+    for origin in (SHOP, "https://evil.example", ""):
+        status, headers, html = shop.frame(token, origin)
+        assert status == 200 and "frame-ancestors 'none';" in headers["Content-Security-Policy"]
+        assert '"parentOrigin": null' in html and '"standalone": true' in html and 'id="pay"' in html
+        assert "*" not in headers["Content-Security-Policy"]
+    framed = shop.configure()  # with domains: no button, the parent page submits
+    assert framed["allowedParentDomains"] == [SHOP]
+    assert 'id="pay"' not in shop.frame(shop.instance()["bearerToken"])[2]
+
+
+def test_a_configuration_stored_before_the_originals_vocabulary_still_works(shop):
+    """Configurations made before issue 30: a 20-hex id, language "en", billingAddress per field, no contactInfo,
+    savePaymentOption or achSettings: read, listed, instantiated and rendered as they behaved."""
+    from vaultcore.store import registry
+
+    old_id = "0123456789abcdef0123"
+    registry.put_new({"pk": f"IFRAMECONF#{shop.account_id}", "sk": "CONFIG#" + old_id, "accountId": shop.account_id,
+                      "id": old_id, "config": {
+                          "label": "Old", "language": "es", "timeout": 900, "currency": "USD",
+                          "allowedPaymentMethods": ["CARD"], "allowedParentDomains": [SHOP],
+                          "cardSettings": {"cvv": "required", "billingAddress": {
+                              "address1": "omit", "address2": "omit", "city": "omit", "state": "omit",
+                              "zip": "required"}}, "antiFraud": False}, "createdAt": 1, "updatedAt": 1})
+    shop._id = old_id
+    status, config = shop.api("GET", "/{id}")
+    assert status == 200 and config["language"] == "SPANISH" and config["cardSettings"]["billingAddress"] == "required"
+    assert config["cardSettings"]["savePaymentOption"] == "omit" and config["timeout"] == 900
+    html = shop.frame(shop.instance()["bearerToken"])[2]
+    assert '<html lang="es">' in html and _frame_fields(html) == {"cardNumber", "cardExpiration", "cardCvv", "zip"}

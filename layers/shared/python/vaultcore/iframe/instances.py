@@ -34,6 +34,7 @@ from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 
 __all__ = ["SUBMISSION_LIMIT_PER_TOKEN", "BEARER", "CUSTOM_ID", "init_instance", "instance_of", "live_instance",
+           "record_token",
            "take_submission", "token_hash"]
 
 SUBMISSION_LIMIT_PER_TOKEN = 3
@@ -128,6 +129,21 @@ def live_instance(token: Any) -> tuple[dict[str, Any], dict[str, Any]]:
     if config is None:
         raise IframeError(TOKEN_INVALID)
     return item, config
+
+
+def record_token(token: str, bfid: str) -> None:
+    """Add a submission's eToken to its instance's ``tokens`` (answered by ``GET .../instance/{id}``: how the
+    merchant's server learns the result of an instance used top-level, without a parent page). At most
+    :data:`SUBMISSION_LIMIT_PER_TOKEN` ever, since each one took a submission first."""
+    try:
+        with aws_errors("iframe instance tokens"):
+            dynamodb().update_item(
+                TableName=settings().signals_table, Key=to_item({"pk": _pk(token), "sk": _SK}),
+                UpdateExpression="SET #t = list_append(if_not_exists(#t, :empty), :bfid)",
+                ConditionExpression="attribute_exists(pk)", ExpressionAttributeNames={"#t": "tokens"},
+                ExpressionAttributeValues=to_item({":empty": [], ":bfid": [bfid]}))
+    except ConditionFailed:
+        pass  # the instance expired and its item is gone: the submit() result still carries the eToken
 
 
 def take_submission(token: str, writer: str) -> int:
