@@ -87,8 +87,8 @@ def schemas() -> dict[str, Any]:
         "IframeConfigurationCreate": obj(members, ["label", "allowedParentDomains"]),
         "IframeConfigurationPatch": obj(members),
         "IframeConfiguration": obj(view, ["id", *configs.MEMBERS, "billingAddressFields"]),
-        "IframeConfigurations": obj({"configurations": {"type": "array", "items": ref("IframeConfiguration")}},
-                                    ["configurations"]),
+        "IframeConfigurations": {"type": "array", "items": ref("IframeConfiguration"),
+                                 "description": "The original's list: a bare array (paging in the X-* headers)."},
         "IframeInstanceRequest": obj({
             "label": text(r"[^\x00-\x1f\x7f]{1,64}"),
             "amount": {"type": ["string", "number"], "description": "Optional order amount (> 0, 2 decimals)."},
@@ -127,6 +127,19 @@ def _errors(*statuses: int) -> dict[str, Any]:
     return {str(s): response(meaning[s] + " " + _ERROR_TEXT, ref("IframeError")) for s in statuses}
 
 
+#: The original's paging headers of a list (its components/headers): name -> (type, meaning).
+_PAGING = {"X-Total": ("integer", "Configurations in the list."), "X-Per-Page": ("integer", "The page's `limit`."),
+           "X-Current_page": ("integer", "This page."), "X-Last-Page": ("integer", "The last page."),
+           "X-Total-In-This-Page": ("integer", "Items in this page."),
+           "X-From": ("integer", "The first item's position (from 1; 0 for an empty page)."),
+           "X-To": ("integer", "The last item's position."), "X-Path": ("string", "The list's URL."),
+           "X-First-Page-Url": ("string", "The first page."), "X-Last-Page-Url": ("string", "The last page."),
+           "X-Prev-Page-Url": ("string", "The previous page (absent on the first)."),
+           "X-Next-Page-Url": ("string", "The next page (absent on the last)."),
+           "X-Links": ("string", "The pages, as the original's paginator lists them.")}
+_PAGING_HEADERS = {name: {"description": meaning, "schema": {"type": kind}} for name, (kind, meaning) in _PAGING.items()}
+
+
 def _v4_errors(*statuses: int) -> dict[str, Any]:
     """The /api/v4 paths' errors: the original's ApiViolation; a member's validation is 422 (module violations)."""
     meaning = {400: "The body is not one JSON object or the input gate refused it (`invalid_request`, errCode 400).",
@@ -151,7 +164,13 @@ def paths() -> dict[str, Any]:
             "parameters": [account],
             "get": {"operationId": "listPaymentIframes", "tags": ["iframe"], "security": basic,
                     "summary": "The account's payment iFrame configurations",
-                    "responses": {"200": response("The configurations.", ref("IframeConfigurations")),
+                    "parameters": [
+                        parameter("page", "query", "The page, from 1 (default 1).",
+                                  {"type": "integer", "minimum": 1, "maximum": 1000000, "default": 1}),
+                        parameter("limit", "query", "Configurations per page (default and at most 100).",
+                                  {"type": "integer", "minimum": 1, "maximum": 100, "default": 100})],
+                    "responses": {"200": response("The configurations.", ref("IframeConfigurations"),
+                                                  headers=_PAGING_HEADERS),
                                   **_v4_errors(*common, 422)}},
             "post": {"operationId": "createPaymentIframe", "tags": ["iframe"], "security": basic,
                      "summary": "Create a payment iFrame configuration",

@@ -108,7 +108,7 @@ def test_configurations_create_list_read_patch_delete(shop):
     assert config["billingAddressFields"] == {"address1": "omit", "address2": "omit", "city": "omit",
                                               "state": "omit", "zip": "required"}
     status, listed = shop.api("GET")
-    assert status == 200 and [c["id"] for c in listed["configurations"]] == [config["id"]]
+    assert status == 200 and [c["id"] for c in listed] == [config["id"]]  # the original's bare array
     status, patched = shop.api("PATCH", "/{id}", {"label": "New", "cardSettings": {"cvv": "omit"}})
     assert status == 200 and patched["label"] == "New" and patched["cardSettings"]["cvv"] == "omit"
     assert patched["billingAddressFields"]["zip"] == "required" and patched["timeout"] == 300
@@ -512,3 +512,33 @@ def test_a_configuration_stored_before_the_originals_vocabulary_still_works(shop
     assert config["cardSettings"]["savePaymentOption"] == "omit" and config["timeout"] == 900
     html = shop.frame(shop.instance()["bearerToken"])[2]
     assert '<html lang="es">' in html and _frame_fields(html) == {"cardNumber", "cardExpiration", "cardCvv", "zip"}
+
+
+def test_the_list_is_a_bare_array_paged_with_the_originals_headers(shop):
+    ids = [shop.configure(label=f"c{i}")["id"] for i in range(5)]
+    path = BASE.replace("{account_id}", shop.account_id)
+
+    def page(**query):
+        status, headers, body = call(shop.platform, "IframeFunction", "GET", path, None,
+                                     {"Authorization": shop.basic, "Host": "api.example.com"}, resource=BASE,
+                                     path_params={"account_id": shop.account_id}, query=query)
+        return status, headers, body
+
+    status, headers, body = page()
+    assert status == 200 and sorted(c["id"] for c in body) == sorted(ids)
+    ids = [c["id"] for c in body]  # in creation order, ties (the same second) by id: a stable order for paging
+    assert (headers["X-Total"], headers["X-Per-Page"], headers["X-Current_page"], headers["X-Last-Page"]) == (
+        "5", "100", "1", "1")
+    assert "X-Next-Page-Url" not in headers and "X-Prev-Page-Url" not in headers
+    status, headers, body = page(page="2", limit="2")
+    assert status == 200 and [c["id"] for c in body] == ids[2:4]
+    assert (headers["X-Total"], headers["X-Per-Page"], headers["X-From"], headers["X-To"],
+            headers["X-Total-In-This-Page"], headers["X-Last-Page"]) == ("5", "2", "3", "4", "2", "3")
+    assert headers["X-Next-Page-Url"] == f"https://api.example.com{path}?page=3&limit=2"
+    assert headers["X-Prev-Page-Url"] == f"https://api.example.com{path}?page=1&limit=2"
+    assert "|label=2|active=1 " in headers["X-Links"]
+    status, headers, body = page(page="9", limit="2")
+    assert status == 200 and body == [] and headers["X-Total-In-This-Page"] == "0"
+    for bad in ({"page": "0"}, {"limit": "101"}, {"limit": "x"}):
+        status, _, err = page(**bad)
+        assert status == 422 and err["details"][0]["source"] == next(iter(bad)), err
