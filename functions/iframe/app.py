@@ -8,4 +8,5 @@ from vaultcore.api.handler import api_handler
 from vaultcore.iframe.routes import route
 from vaultcore.iframe.violations import v4_errors
 
-lambda_handler = v4_errors(api_handler("admin", route, aws=("dynamodb", "kms")))
+# sqs: the postback of a gateway STORE when a configuration's savePaymentOption saves a capture
+lambda_handler = v4_errors(api_handler("admin", route, aws=("dynamodb", "kms", "sqs")))

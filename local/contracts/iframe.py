@@ -90,17 +90,41 @@ def schemas() -> dict[str, Any]:
         "IframeConfigurations": {"type": "array", "items": ref("IframeConfiguration"),
                                  "description": "The original's list: a bare array (paging in the X-* headers)."},
         "IframeInstanceRequest": obj({
-            "label": text(r"[^\x00-\x1f\x7f]{1,64}"),
+            "label": text(r"[^\x00-\x1f\x7f]{1,100}"),
+            "reference": text(r"[^\x00-\x1f\x7f]{1,100}", "Your reference; the payment's `custom_id` when it fits "
+                                                           "one (1-50 of `A-Za-z0-9._-`) and no customId is sent."),
+            "tokens": {"type": "array", "maxItems": 0, "items": {"type": "string"},
+                       "description": "Only empty: presetting saved payment tokens is not offered."},
+            "customer": ref("IframeCustomer"),
+            "language": {"type": "string", "enum": list(configs.LANGUAGES), "description": "Over the configuration's."},
+            "timeout": {"type": "integer", "minimum": configs.TIMEOUT_RANGE[0], "maximum": configs.TIMEOUT_RANGE[1],
+                        "description": "Seconds, over the configuration's."},
             "amount": {"type": ["string", "number"], "description": "Optional order amount (> 0, 2 decimals)."},
-            "customId": text(instances.CUSTOM_ID, "The gateway's `custom_id` (generated when absent).")},
+            "currency": {"type": "string", "description": "ISO 4217 (default: the configuration's)."},
+            "initializeTransaction": {"type": "boolean", "description": "Accepted: the payment is bound to "
+                                                                         "`transactionId` from the start."},
+            "customId": text(instances.CUSTOM_ID, "Ours: the gateway's `custom_id` (else from reference, else "
+                                                  "generated).")},
             ["label"]),
+        "IframeCustomer": obj({
+            "name": text(r"[^\x00-\x1f\x7f]{1,100}"), "email": {"type": "string"}, "phone": text(r"\+[0-9]{6,16}"),
+            "billingAddress": obj({k: text(r"[^\x00-\x1f\x7f]{1,100}") for k in (
+                "address1", "address2", "city", "state", "zip", "country", "company")},
+                ["address1", "city", "state", "country"])},
+            description="The original's Customer: it fills in the frame's email, phone, address and holder fields."),
         "IframeInstance": obj({
-            "bearerToken": text(instances.BEARER, "Short-lived (the configuration's timeout), bound to the "
-                                                  "configuration and account, good for `submissionLimit` "
-                                                  "submissions."),
-            "expiresAt": {"type": "string", "format": "date-time"}, "customId": text(instances.CUSTOM_ID),
-            "submissionLimit": {"type": "integer", "const": instances.SUBMISSION_LIMIT_PER_TOKEN}},
-            ["bearerToken", "expiresAt", "customId", "submissionLimit"]),
+            "id": text(instances.INSTANCE_ID, "The instance (GET .../instance/{instance_id})."),
+            "bearerToken": text(instances.BEARER, "Short-lived (the timeout), bound to the configuration and "
+                                                  "account, good for 3 submissions."),
+            "transactionId": text(instances.CUSTOM_ID, "The `custom_id` the payment with the eToken must carry.")},
+            ["id", "bearerToken", "transactionId"]),
+        "IframeInstanceView": obj({
+            "id": text(instances.INSTANCE_ID), "label": {"type": "string"}, "reference": {"type": "string"},
+            "tokens": {"type": "array", "items": {"type": "string"},
+                       "description": "The eTokens of its submissions (read once, within one hour)."},
+            "customer": ref("IframeCustomer"), "language": {"type": "string", "enum": list(configs.LANGUAGES)},
+            "timeout": {"type": "integer"}, "amount": {"type": "string"}, "currency": {"type": "string"}},
+            ["id", "label", "tokens", "language", "timeout", "currency"]),
         "IframeSubmission": obj({name: {"type": "boolean"} if name == "savePayment" else {"type": "string"}
                                  for name in capture.FIELDS}, description=(
             "The iframe's fields by name (sent by frame.js, never by the merchant's page).")),
@@ -203,9 +227,17 @@ def paths() -> dict[str, Any]:
                      "summary": "An instance: its bearer token for VaultCheckout.mount",
                      "requestBody": body(ref("IframeInstanceRequest"), example={"label": "Order 1001",
                                                                                "amount": "24.99",
-                                                                               "customId": "order-1001"}),
+                                                                               "reference": "order-1001"}),
                      "responses": {"201": response("The instance.", ref("IframeInstance")),
                                    **_v4_errors(*common, 404, 422)}},
+        },
+        "/api/v4/accounts/{account_id}/payment-iframe/{id}/instance/{instance_id}": {
+            "parameters": [account, config_id, parameter("instance_id", "path", "The instance's id.",
+                                                         {"type": "string"})],
+            "get": {"operationId": "getPaymentIframeInstance", "tags": ["iframe"], "security": basic,
+                    "summary": "An instance and the eTokens of its submissions",
+                    "responses": {"200": response("The instance.", ref("IframeInstanceView")),
+                                  **_v4_errors(400, 401, 404, 500)}},
         },
         "/iframe/v1/checkout.js": {"get": {
             "operationId": "iframeLibrary", "tags": ["iframe"], "security": [{}],

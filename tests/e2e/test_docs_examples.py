@@ -63,7 +63,7 @@ EXPECT = {
     "integrators/webhooks.md": ['"postback_url": "http://127.0.0.1:', '"transaction_type":"SALE"', "signature ok",
                                 "hash ok", '"status": "delivered", "http_status": 200', '"postback_url": null'],
     "integrators/iframe.md": ['"label": "Web shop"', '"savePaymentOption": "optional", "billingAddress": "optional"}',
-                              '"bearerToken": "ifb_', '"customId": "order-1001", "submissionLimit": 3'],
+                              '"bearerToken": "ifb_', '"transactionId": "order-1001"}', '"tokens": [], "customer": {"email"'],
     "integrators/proxy.md": ['vault-id: djQAAQ', '\\"number\\":\\"4111111111111111\\"', '"outcome": "forwarded"',
                              '"result": "detokenized 1 value(s)"', '411111******1111'],
     "operators/onboarding.md": ['"reference": "onboarding-1"', '"transaction_approved": true'],

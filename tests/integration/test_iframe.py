@@ -43,6 +43,9 @@ class Iframe:
         if "{id}" in suffix:
             params["id"] = self._id
             path = path.replace("{id}", self._id)
+        if suffix.startswith("/{id}/instance/") and suffix != "/{id}/instance/init":
+            params["instance_id"] = suffix.rsplit("/", 1)[1]
+            resource = BASE + "/{id}/instance/{instance_id}"
         headers = {"Authorization": auth if auth is not None else self.basic}
         status, _, payload = call(self.platform, "IframeFunction", method, path, body, headers, resource=resource,
                                   path_params=params)
@@ -187,7 +190,9 @@ def test_anti_fraud_needs_fraud_scoring_and_an_account_needs_a_partner(platform)
 def test_instance_token_page_headers_and_fields(shop):
     shop.configure(allowedPaymentMethods=["CARD", "ACH"])
     inst = shop.instance(customId="order-42", amount="19.99")
-    assert inst["customId"] == "order-42" and inst["bearerToken"].startswith("ifb_") and inst["submissionLimit"] == 3
+    # the original's IFrameCreateInstance, exactly: {id, bearerToken, transactionId} (our customId is transactionId)
+    assert set(inst) == {"id", "bearerToken", "transactionId"} and re.fullmatch(r"ifri_[0-9a-f]{32}", inst["id"])
+    assert inst["transactionId"] == "order-42" and re.fullmatch(r"ifb_[A-Za-z0-9_-]{43}", inst["bearerToken"])
     status, headers, html = shop.frame(inst["bearerToken"])
     assert status == 200
     csp = headers["Content-Security-Policy"]
@@ -542,3 +547,48 @@ def test_the_list_is_a_bare_array_paged_with_the_originals_headers(shop):
     for bad in ({"page": "0"}, {"limit": "101"}, {"limit": "x"}):
         status, _, err = page(**bad)
         assert status == 422 and err["details"][0]["source"] == next(iter(bad)), err
+
+
+# ------------------------------------------------------------------------------------------ instances (issue 30)
+def test_instance_init_takes_the_originals_members_and_get_reads_it_back(shop):
+    shop.configure(allowedParentDomains=[], cardSettings={"billingAddress": "required", "contactInfo": "optional"})
+    customer = {"name": "Jane Smith", "email": "jsmith@example.com", "phone": "+14441234321",
+                "billingAddress": {"address1": "123 Plain St", "city": "Atlanta", "state": "GA", "zip": "90210",
+                                   "country": "USA"}}
+    inst = shop.instance(label="Card only iframe", reference="c73bcdcc-2669-4bf6-81d3-e4ae73fb11fd", tokens=[],
+                         customer=customer, language="SPANISH", timeout=600, amount="27.98", currency="USD",
+                         initializeTransaction=False)
+    assert inst["transactionId"] == "c73bcdcc-2669-4bf6-81d3-e4ae73fb11fd"  # the reference fits custom_id
+    status, view = shop.api("GET", "/{id}/instance/" + inst["id"])
+    assert status == 200 and view == {"id": inst["id"], "label": "Card only iframe",
+                                      "reference": "c73bcdcc-2669-4bf6-81d3-e4ae73fb11fd", "tokens": [],
+                                      "customer": customer, "language": "SPANISH", "timeout": 600,
+                                      "amount": "27.98", "currency": "USD"}, view
+    # language and customer act: the frame is in Spanish, its fields filled in (the shopper may change them)
+    html = shop.frame(inst["bearerToken"])[2]
+    assert '<html lang="es">' in html and 'value="Atlanta"' in html and 'value="jsmith@example.com"' in html
+    # top-level use: the merchant's server reads the eToken from the instance
+    status, result = shop.submit(inst["bearerToken"], **_card(address1="123 Plain St", city="Atlanta", state="GA",
+                                                              zip="90210"))
+    assert status == 200, result
+    assert shop.api("GET", "/{id}/instance/" + inst["id"])[1]["tokens"] == [result["eToken"]]
+    assert shop.pay(etoken=result["eToken"], custom_id=inst["transactionId"])["transaction_approved"] is True
+
+
+def test_instance_reads_are_the_accounts_and_refusals_are_422(shop):
+    shop.configure()
+    inst = shop.instance()
+    assert re.fullmatch(r"ifr-[0-9a-f]{24}", inst["transactionId"])  # no reference, no customId: generated
+    other = Iframe(shop.platform, shop.partner_id)
+    other._id = shop._id
+    for who, instance_id in ((other, inst["id"]), (shop, "ifri_" + "0" * 32), (shop, "nope")):
+        status, err = who.api("GET", "/{id}/instance/" + instance_id)
+        assert status in (401, 404) and err["errorType"] in ("not_found", "authentication"), err
+    assert shop.instance(reference="has spaces in it")["transactionId"].startswith("ifr-")
+    for member, value in (("tokens", ["ewog"]), ("language", "KLINGON"), ("timeout", 1801), ("currency", "XXX"),
+                          ("initializeTransaction", "yes"), ("customer", {"phone": "12"}),
+                          ("customer", {"billingAddress": {"city": "Atlanta"}}), ("label", "L" * 101),
+                          ("reference", "")):
+        status, err = shop.api("POST", "/{id}/instance/init", {"label": "o", member: value})
+        assert status == 422 and err["errCode"] == 902 and err["details"][0]["source"].startswith(member), err
+    assert shop.instance(timeout=60.0)["id"]  # the original types timeout as a number

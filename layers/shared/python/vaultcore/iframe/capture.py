@@ -251,5 +251,5 @@ def submit(token: Any, body: Any, writer: str) -> dict[str, Any]:
         out["contact"] = contact
     if save:
         out["saved"] = {"token_id": token_id} if (token_id := _save(account, values, method)) else None
-    instances.record_token(str(token), result.bfid)  # GET .../instance/{id} answers it as `tokens`
+    instances.record_token(instance, result.bfid)  # GET .../instance/{id} answers it as `tokens`
     return out

@@ -130,7 +130,7 @@ def _headers(csp: str) -> dict[str, str]:
             "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=()"}
 
 
-def _field(name: str, text: dict[str, str], mode: str = "required") -> str:
+def _field(name: str, text: dict[str, str], mode: str = "required", prefill: dict[str, str] | None = None) -> str:
     label = html.escape(text[name] + (" " + text["optional"] if mode == "optional" else ""))
     attrs = [f'id="f-{name}"', f'name="{name}"', 'type="text"', f'aria-describedby="m-{name}"',
              'aria-invalid="false"', f'maxlength="{_MAXLENGTH[name]}"', 'spellcheck="false"']
@@ -140,6 +140,8 @@ def _field(name: str, text: dict[str, str], mode: str = "required") -> str:
         attrs.append('inputmode="numeric"')
     if mode == "required":
         attrs.append('aria-required="true"')
+    if prefill and prefill.get(name):  # the instance's customer (never card data): the shopper may change it
+        attrs.append(f'value="{html.escape(prefill[name], quote=True)}"')
     return (f'<div class="f" data-field="{name}"><label for="f-{name}">{label}</label>'
             f'<input {" ".join(attrs)}><p class="m" id="m-{name}" role="status" aria-live="polite"></p></div>')
 
@@ -155,7 +157,20 @@ def _save(method: str, mode: str, text: dict[str, str]) -> str:
     return ""
 
 
-def _form(config: dict[str, Any], text: dict[str, str], standalone: bool = False) -> str:
+def prefill_of(customer: dict[str, Any] | None) -> dict[str, str]:
+    """The fields an instance's ``customer`` fills in: email, phone, the billing address, the ACH holder's name."""
+    if not customer:
+        return {}
+    address = customer.get("billingAddress") or {}
+    out = {k: str(address[k]) for k in configs.ADDRESS_FIELDS if address.get(k)}
+    out.update({k: str(customer[k]) for k in ("email", "phone") if customer.get(k)})
+    if customer.get("name"):
+        out["accountHolderName"] = str(customer["name"])
+    return out
+
+
+def _form(config: dict[str, Any], text: dict[str, str], standalone: bool = False,
+          prefill: dict[str, str] | None = None) -> str:
     methods = config["allowedPaymentMethods"]
     parts = [f'<form id="vault-form" novalidate aria-label="{html.escape(text["form"])}">']
     if len(methods) > 1:
@@ -171,15 +186,16 @@ def _form(config: dict[str, Any], text: dict[str, str], standalone: bool = False
             fields.append(_field("cardCvv", text, settings_["cvv"]))
         for name, mode in settings_["billingAddress"].items():
             if mode != "omit":
-                fields.append(_field(name, text, mode))
+                fields.append(_field(name, text, mode, prefill))
         if settings_["contactInfo"] != "omit":  # the original's contact information: email and phone
-            fields += [_field("email", text, settings_["contactInfo"]), _field("phone", text, "optional")]
+            fields += [_field("email", text, settings_["contactInfo"], prefill),
+                       _field("phone", text, "optional", prefill)]
         fields.append(_save("CARD", settings_["savePaymentOption"], text))
         hidden = " hidden" if methods[0] != "CARD" else ""
         parts.append(f'<div class="group" data-method="CARD"{hidden}><p class="brand" id="brand" '
                      'aria-live="polite"></p>' + "".join(fields) + "</div>")
     if "ACH" in methods:
-        fields = [_field("accountHolderName", text), _field("bankRoutingNumber", text),
+        fields = [_field("accountHolderName", text, "required", prefill), _field("bankRoutingNumber", text),
                   _field("bankAccountNumber", text),
                   _save("ACH", config["achSettings"]["savePaymentOption"], text)]
         hidden = " hidden" if methods[0] != "ACH" else ""
@@ -222,7 +238,8 @@ def render_frame(token: str | None, origin: str | None, style: str | None) -> tu
     standalone = config is not None and not ancestors
     if error == "ORIGIN_NOT_ALLOWED" and standalone:
         error = None
-    code = configs.language_code(config["language"]) if config else "en"
+    # the instance's language (init's `language`) over its configuration's
+    code = configs.language_code((instance or {}).get("language") or config["language"]) if config else "en"
     lang = code if code in _TEXT else "en"  # German, French, Italian: English until translated
     text = _TEXT[lang]
     styles = {**_DEFAULT_STYLE, **clean_style(style)}
@@ -235,7 +252,7 @@ def render_frame(token: str | None, origin: str | None, style: str | None) -> tu
         data.update(methods=config["allowedPaymentMethods"], cardSettings=config["cardSettings"],
                     achSettings=config["achSettings"], language=lang, antiFraud=config["antiFraud"],
                     standalone=standalone)
-        body = _form(config, text, standalone)
+        body = _form(config, text, standalone, prefill_of(instance.get("customer")))
         if config["antiFraud"]:
             from vaultcore.fraud.collector import active_client_ids
 

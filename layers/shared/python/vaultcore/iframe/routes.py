@@ -5,7 +5,8 @@ Merchant server, HTTP Basic ``account_id:api_accesskey`` (the path's ``account_i
 * ``POST|GET /api/v4/accounts/{account_id}/payment-iframe``: create (201 ``{id, ...}``) / list (a bare array,
   ``page`` and ``limit``, the original's ``X-*`` paging headers);
 * ``GET|PATCH|DELETE /api/v4/accounts/{account_id}/payment-iframe/{id}``: read / change / remove (204);
-* ``POST /api/v4/accounts/{account_id}/payment-iframe/{id}/instance/init``: an instance and its bearer token.
+* ``POST /api/v4/accounts/{account_id}/payment-iframe/{id}/instance/init``: an instance and its bearer token;
+* ``GET /api/v4/accounts/{account_id}/payment-iframe/{id}/instance/{instance_id}``: an instance and its eTokens.
 
 Browser (no account credentials):
 
@@ -39,6 +40,7 @@ __all__ = ["route", "authenticate_basic"]
 
 _BASE = "/api/v4/accounts/{account_id}/payment-iframe"
 _V4_ANY = "/api/v4/{proxy+}"
+_INSTANCE = _BASE + "/{id}/instance/{instance_id}"
 PAGE_LIMIT = 100  # the original's default `limit` of its lists
 _JS = {"Content-Type": "application/javascript; charset=utf-8", "Cache-Control": "public, max-age=300",
        "X-Content-Type-Options": "nosniff", "Cross-Origin-Resource-Policy": "cross-origin"}
@@ -129,7 +131,9 @@ def _list(request: Request, items: list[dict[str, Any]]) -> Response:
 def _api(request: Request, resource: str) -> Response:
     method = request.method.upper()
     allowed = {_BASE: ("GET", "POST"), _BASE + "/{id}": ("DELETE", "GET", "PATCH"),
-               _BASE + "/{id}/instance/init": ("POST",)}[resource]
+               _BASE + "/{id}/instance/init": ("POST",), _INSTANCE: ("GET",)}.get(resource)
+    if allowed is None:
+        raise NotFound("No such operation.")
     if method not in allowed:
         raise MethodNotAllowed(list(allowed))
     account = authenticate_basic(request)
@@ -145,6 +149,9 @@ def _api(request: Request, resource: str) -> Response:
             return json_response(200, configs.patch(account, config_id, _body(request)))
         configs.delete(account, config_id)
         return Response(204, "", {})
+    if resource == _INSTANCE:
+        return json_response(200, instances.get_instance(account, config_id,
+                                                         request.path_params.get("instance_id", "")))
     return json_response(201, instances.init_instance(account, config_id, _body(request)))
 
 
