@@ -113,7 +113,7 @@ def test_configurations_create_list_read_patch_delete(shop):
     status, listed = shop.api("GET")
     assert status == 200 and [c["id"] for c in listed] == [config["id"]]  # the original's bare array
     status, patched = shop.api("PATCH", "/{id}", {"label": "New", "cardSettings": {"cvv": "omit"}})
-    assert status == 200 and patched["label"] == "New" and patched["cardSettings"]["cvv"] == "omit"
+    assert status == 201 and patched["label"] == "New" and patched["cardSettings"]["cvv"] == "omit"
     assert patched["billingAddressFields"]["zip"] == "required" and patched["timeout"] == 300
     assert shop.api("GET", "/{id}")[1]["label"] == "New"
     assert shop.api("DELETE", "/{id}")[0] == 204
@@ -513,7 +513,7 @@ def test_a_configuration_stored_before_the_originals_vocabulary_still_works(shop
                               "zip": "required"}}, "antiFraud": False}, "createdAt": 1, "updatedAt": 1})
     shop._id = old_id
     status, config = shop.api("GET", "/{id}")
-    assert status == 200 and config["language"] == "SPANISH" and config["cardSettings"]["billingAddress"] == "required"
+    assert status == 201 and config["language"] == "SPANISH" and config["cardSettings"]["billingAddress"] == "required"
     assert config["cardSettings"]["savePaymentOption"] == "omit" and config["timeout"] == 900
     html = shop.frame(shop.instance()["bearerToken"])[2]
     assert '<html lang="es">' in html and _frame_fields(html) == {"cardNumber", "cardExpiration", "cardCvv", "zip"}
@@ -560,7 +560,7 @@ def test_instance_init_takes_the_originals_members_and_get_reads_it_back(shop):
                          initializeTransaction=False)
     assert inst["transactionId"] == "c73bcdcc-2669-4bf6-81d3-e4ae73fb11fd"  # the reference fits custom_id
     status, view = shop.api("GET", "/{id}/instance/" + inst["id"])
-    assert status == 200 and view == {"id": inst["id"], "label": "Card only iframe",
+    assert status == 201 and view == {"id": inst["id"], "label": "Card only iframe",
                                       "reference": "c73bcdcc-2669-4bf6-81d3-e4ae73fb11fd", "tokens": [],
                                       "customer": customer, "language": "SPANISH", "timeout": 600,
                                       "amount": "27.98", "currency": "USD"}, view

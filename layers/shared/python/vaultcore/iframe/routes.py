@@ -4,7 +4,8 @@ Merchant server, HTTP Basic ``account_id:api_accesskey`` (the path's ``account_i
 
 * ``POST|GET /api/v4/accounts/{account_id}/payment-iframe``: create (201 ``{id, ...}``) / list (a bare array,
   ``page`` and ``limit``, the original's ``X-*`` paging headers);
-* ``GET|PATCH|DELETE /api/v4/accounts/{account_id}/payment-iframe/{id}``: read / change / remove (204);
+* ``GET|PATCH|DELETE /api/v4/accounts/{account_id}/payment-iframe/{id}``: read / change (both 201, as the
+  original's document has them: :data:`READ_STATUS`) / remove (204);
 * ``POST /api/v4/accounts/{account_id}/payment-iframe/{id}/instance/init``: an instance and its bearer token;
 * ``GET /api/v4/accounts/{account_id}/payment-iframe/{id}/instance/{instance_id}``: an instance and its eTokens.
 
@@ -42,6 +43,9 @@ _BASE = "/api/v4/accounts/{account_id}/payment-iframe"
 _V4_ANY = "/api/v4/{proxy+}"
 _INSTANCE = _BASE + "/{id}/instance/{instance_id}"
 PAGE_LIMIT = 100  # the original's default `limit` of its lists
+# The original's document answers a configuration's GET and PATCH and an instance's GET with 201, and a client
+# generated from it accepts nothing else for them (a 200 is an "unexpected status"): its statuses on its paths.
+READ_STATUS = 201
 _JS = {"Content-Type": "application/javascript; charset=utf-8", "Cache-Control": "public, max-age=300",
        "X-Content-Type-Options": "nosniff", "Cross-Origin-Resource-Policy": "cross-origin"}
 
@@ -144,13 +148,13 @@ def _api(request: Request, resource: str) -> Response:
         return _list(request, configs.list_configs(account))
     if resource == _BASE + "/{id}":
         if method == "GET":
-            return json_response(200, configs.get(account, config_id))
+            return json_response(READ_STATUS, configs.get(account, config_id))
         if method == "PATCH":
-            return json_response(200, configs.patch(account, config_id, _body(request)))
+            return json_response(READ_STATUS, configs.patch(account, config_id, _body(request)))
         configs.delete(account, config_id)
         return Response(204, "", {})
     if resource == _INSTANCE:
-        return json_response(200, instances.get_instance(account, config_id,
+        return json_response(READ_STATUS, instances.get_instance(account, config_id,
                                                          request.path_params.get("instance_id", "")))
     return json_response(201, instances.init_instance(account, config_id, _body(request)))
 
