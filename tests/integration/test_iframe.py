@@ -592,3 +592,19 @@ def test_instance_reads_are_the_accounts_and_refusals_are_422(shop):
         status, err = shop.api("POST", "/{id}/instance/init", {"label": "o", member: value})
         assert status == 422 and err["errCode"] == 902 and err["details"][0]["source"].startswith(member), err
     assert shop.instance(timeout=60.0)["id"]  # the original types timeout as a number
+
+
+def test_a_save_that_fails_in_the_store_leaves_the_submission_good(shop, monkeypatch):
+    """savePaymentOption required, the gateway's STORE failing on DynamoDB: the eToken is made and counted, so the
+    submission answers it, with saved null; the card pays with the eToken."""
+    from vaultcore.errors import DependencyError
+    from vaultcore.gateway import service
+
+    def unavailable(account, variables):
+        raise DependencyError("Internal error: transaction write failed.")  # what aws_errors raises
+
+    monkeypatch.setattr(service, "store_for_account", unavailable)
+    shop.configure(cardSettings={"savePaymentOption": "required"})
+    status, result = shop.submit(shop.instance(customId="nosave")["bearerToken"], **_card())
+    assert status == 200 and result["saved"] is None, result
+    assert shop.pay(etoken=result["eToken"], custom_id="nosave")["transaction_approved"] is True

@@ -35,6 +35,7 @@ from typing import Any
 from vaultcore import clock
 from vaultcore.cards.brand import AMEX, BRAND_LENGTHS, UNKNOWN, detect_brand
 from vaultcore.cards.luhn import luhn_valid
+from vaultcore.errors import VaultError
 from vaultcore.gateway.accounts import load_account
 from vaultcore.iframe import configs, instances
 from vaultcore.iframe.errors import METHOD_NOT_ALLOWED, SUBMISSION_INVALID, TOKEN_INVALID, IframeError
@@ -168,6 +169,10 @@ def _save(account: Any, values: dict[str, str], method: str) -> str:
         # the eToken is made already (the shopper's payment goes on): the result says the card was not saved
         _log.warning("iframe save refused by the gateway", extra={"account_id": account.account_id,
                                                                    "code": exc.code})
+        return ""
+    except VaultError as exc:
+        # a store failure (DynamoDB, KMS) must not fail a submission whose eToken is made and counted: not saved
+        _log.error("iframe save failed", extra={"account_id": account.account_id, "code": exc.code})
         return ""
     return str(answer.get("transaction_id") or "")
 
