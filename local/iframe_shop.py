@@ -157,9 +157,10 @@ def _session(platform: Any, headers: dict[str, str], body: bytes) -> tuple[int, 
     status, instance = _call("POST", f"{base}/api/v4/accounts/{account['account_id']}/payment-iframe/"
                                      f"{account['configuration']}/instance/init",
                              {"label": "Demo order", "amount": amount}, _basic(account))
-    _log(platform, {"event": "instance", "status": status, "customId": instance.get("customId")})
+    # transactionId: the custom_id the SALE carries (the original's instance answer: {id, bearerToken, transactionId})
+    _log(platform, {"event": "instance", "status": status, "customId": instance.get("transactionId")})
     return status, {"Content-Type": "application/json"}, json.dumps(
-        {"bearerToken": instance.get("bearerToken"), "customId": instance.get("customId")}).encode()
+        {"bearerToken": instance.get("bearerToken"), "customId": instance.get("transactionId")}).encode()
 
 
 def _charge(platform: Any, body: bytes) -> tuple[int, dict[str, str], bytes]:

@@ -79,7 +79,8 @@ from vaultcore.gateway.validation import (
 from vaultcore.logs import get_logger
 from vaultcore.wallet import gateway_hooks
 
-__all__ = ["qsapi", "process", "response_from_item", "RESPONSE_FIELDS", "AUTHORIZATION_LIFETIME_SECONDS"]
+__all__ = ["qsapi", "process", "response_from_item", "RESPONSE_FIELDS", "AUTHORIZATION_LIFETIME_SECONDS",
+           "store_for_account"]
 
 AUTHORIZATION_LIFETIME_SECONDS = 7 * 24 * 3600
 #: Error 1 when it is certain that nothing was charged (docs/integrators/gateway.md "Idempotency": when DynamoDB fails
@@ -984,3 +985,22 @@ def _capture_refusal(auth: dict[str, Any] | None, amount: int, now: int, currenc
     if currency is not None and auth.get("currency") != currency:
         return E.CAPTURE_CURRENCY
     return E.CAPTURE_AMOUNT
+
+
+def store_for_account(account: accounts.Account, variables: dict[str, str]) -> dict[str, Any]:
+    """A STORE of clear card or bank ``variables`` for an account already authenticated another way (issue 30: a
+    payment iFrame capture whose configuration's ``savePaymentOption`` saves it). The same checks, record and
+    postback as a STORE sent to the QSAPI; the answer's ``transaction_id`` is the ``token_id`` of later payments.
+    Raises GatewayError with the QSAPI's code when the data cannot be stored."""
+    now = clock.now()
+    req = validate_request({**variables, "transaction_type": "STORE"}, now=now)
+    if req.source not in ("card", "ach"):
+        raise GatewayError(E.PAYMENT_DATA)
+    payment = _plain_payment(req)
+    check_payment(payment, req, now=now)
+    _check_type_allowed(account, req)
+    response, item, _, message = _store(account, req, payment, processor.new_transaction_id(), uuid.uuid4().hex, now)
+    if message is not None and not postbacks.send(message):
+        _log.warning("postback left in the outbox", extra={"transaction_id": item["transaction_id"],
+                                                           "account_id": account.account_id})
+    return response

@@ -319,6 +319,9 @@ class GatewayRequest:
         return self.values.get(name)
 
 
+_SHORT_CARD = re.compile(r"[0-9]{5,6}")  # too short to be a card number (issue 30: CARD DATA UNREADABLE)
+
+
 def _check_pattern(name: str, value: str, pattern: re.Pattern[str], code: int) -> None:
     if not pattern.fullmatch(value):
         raise GatewayError(code, f"{name} has the wrong type or length." if code in (E.VARIABLE, E.TOKEN_PARAMETER,
@@ -342,6 +345,10 @@ def _normalise(variables: dict[str, str]) -> dict[str, str]:
             values[name] = value
         elif name in _VARIABLES:
             pattern, code = _VARIABLES[name]
+            if name == "card_number" and _SHORT_CARD.fullmatch(value) and str(
+                    variables.get("transaction_type", "")).strip().upper() in ("STORE", "CREDIT"):
+                # issue 30: the original's answer to a card number too short to be one, on STORE and CREDIT
+                raise GatewayError(E.CARD_DATA_UNREADABLE)
             _check_pattern(name, value, pattern, code)
             if name == "reissue":
                 value = {"true": "1", "false": "0"}.get(value.lower(), value)
@@ -532,6 +539,8 @@ def validate_request(variables: dict[str, str], *, now: float) -> GatewayRequest
         return GatewayRequest(values, ttype, "ACH", amount, currency, "ach")
     if tender == "ACH":
         _require(values, *_BANK_PLAIN)
+    if ttype == "AUTHORIZATION" and amount == 0 and "card_number" not in values:
+        raise GatewayError(E.CARD_NUMBER)  # issue 30: the original's verification without a card number
     _require(values, *_CARD_PLAIN)
     return GatewayRequest(values, ttype, "CARD", amount, currency, "card")
 

@@ -8,7 +8,8 @@
 * :mod:`.capture`: a submission → values tokenized under the account's partner, the eToken (a bfid) bound to
   the account, the instance and its ``customId``;
 * :mod:`.etoken`: the gateway's one-time, retry-aware read of an eToken (and the CVV's destruction);
-* :mod:`.routes`: the HTTP routes (wiring: ``functions/iframe/app.py``).
+* :mod:`.routes`: the HTTP routes (wiring: ``functions/iframe/app.py``);
+* :mod:`.violations`: the original PayConex v4 ``ApiViolation`` error body on the ``/api/v4`` paths (issue 30).
 
 DESIGN.md §8: the only code of ours that runs inside a page we do not control; small and dependency-free.
 """

@@ -16,6 +16,12 @@ the fields by their names (``paymentMethod``; ``cardNumber``, ``cardExpiration``
    record; the CVV under a per-capture salt that the first read removes. The eToken is that bfid. The tokens
    service enforces the policy on every path; nothing here or in the gateway carries a copy of it.
 
+4. ``cardSettings.contactInfo``: ``email`` and ``phone`` checked and returned in the result (``contact``), not
+   kept; ``savePaymentOption`` (card or ACH settings): when it saves, a STORE through the gateway
+   (:func:`vaultcore.gateway.service.store_for_account`, never the CVV), its ``transaction_id`` returned as
+   ``saved.token_id`` (``saved: null`` when the gateway refused to store it; the eToken is good either way);
+5. the eToken is added to the instance's ``tokens`` (``GET .../instance/{id}``).
+
 DynamoDB round trips of a submission: instance GetItem, (configuration GetItem when not cached), counter
 UpdateItem, scope record UpdateItem (the owner), Tokens UpdateItem (the tokens and their policy). ``bench/bench_iframe.py`` times it.
 Clear values live in this request's memory only; nothing here logs a value.
@@ -29,6 +35,7 @@ from typing import Any
 from vaultcore import clock
 from vaultcore.cards.brand import AMEX, BRAND_LENGTHS, UNKNOWN, detect_brand
 from vaultcore.cards.luhn import luhn_valid
+from vaultcore.errors import VaultError
 from vaultcore.gateway.accounts import load_account
 from vaultcore.iframe import configs, instances
 from vaultcore.iframe.errors import METHOD_NOT_ALLOWED, SUBMISSION_INVALID, TOKEN_INVALID, IframeError
@@ -40,7 +47,11 @@ __all__ = ["FIELDS", "submit", "check_card", "check_bank"]
 
 CARD_FIELDS = ("cardNumber", "cardExpiration", "cardCvv")
 BANK_FIELDS = ("bankAccountNumber", "bankRoutingNumber", "accountHolderName")
-FIELDS = ("paymentMethod", *CARD_FIELDS, *configs.ADDRESS_FIELDS, *BANK_FIELDS, "deviceTransId")
+CONTACT_FIELDS = ("email", "phone")
+FIELDS = ("paymentMethod", *CARD_FIELDS, *configs.ADDRESS_FIELDS, *CONTACT_FIELDS, *BANK_FIELDS, "deviceTransId",
+          "savePayment")
+_EMAIL = re.compile(r"[^\s@]{1,64}@[^\s@]{1,190}\.[^\s@]{2,63}")
+_PHONE = re.compile(r"\+[0-9]{6,16}")  # the original's Customer.phone
 _EXPIRY = re.compile(r"(0[1-9]|1[0-2])/?([0-9]{2})")
 _ZIP = re.compile(r"[A-Za-z0-9 -]{3,10}")
 _PRINTABLE = re.compile(r"[^\x00-\x1f\x7f]+")
@@ -114,6 +125,58 @@ def check_card(body: dict[str, Any], settings_: dict[str, Any], now: float) -> d
     return values
 
 
+def check_contact(body: dict[str, Any], mode: str) -> dict[str, str]:
+    """``cardSettings.contactInfo``: email (required or optional per the setting) and phone (optional), or none
+    when omitted. Contact details are not card data: the result returns them to the merchant, nothing keeps them."""
+    values = {name: _text(body, name) for name in CONTACT_FIELDS}
+    if mode == "omit":
+        for name, value in values.items():
+            if value is not None:
+                raise _bad(name, "not collected by this configuration")
+        return {}
+    if values["email"] is None and mode == "required":
+        raise _bad("email", "required")
+    if values["email"] is not None and not _EMAIL.fullmatch(values["email"]):
+        raise _bad("email", "an email address")
+    if values["phone"] is not None and not _PHONE.fullmatch(values["phone"]):
+        raise _bad("phone", "+ and 6 to 16 digits")
+    return {k: v for k, v in values.items() if v is not None}
+
+
+def _wants_save(body: dict[str, Any], mode: str) -> bool:
+    """savePaymentOption: required saves every capture, optional when the shopper ticked the box, omit never."""
+    asked = body.get("savePayment")
+    if asked not in (None, True, False):
+        raise _bad("savePayment", "a boolean")
+    if mode == "omit" and asked:
+        raise _bad("savePayment", "saving is not offered by this configuration")
+    return mode == "required" or (mode == "optional" and asked is True)
+
+
+def _save(account: Any, values: dict[str, str], method: str) -> str:
+    """A STORE through the gateway (the QSAPI's checks and record) of the captured data, never the CVV; its
+    ``transaction_id`` is the ``token_id`` the merchant pays with later."""
+    from vaultcore.gateway.errors import GatewayError
+    from vaultcore.gateway.service import store_for_account
+
+    variables = {name.removeprefix("vault_token_"): value for name, value in values.items()
+                 if name != "vault_token_card_verification"}
+    # no custom_id: on the QSAPI it means "pay with an etoken"; the STORE is the account's, whoever's order it was
+    variables["tender_type"] = method
+    try:
+        answer = store_for_account(account, variables)
+    except GatewayError as exc:
+        # the eToken is made already (the shopper's payment goes on): the result says the card was not saved
+        _log.warning("iframe save refused by the gateway", extra={"account_id": account.account_id,
+                                                                   "code": exc.code})
+        return ""
+    except VaultError as exc:
+        # a store failure (DynamoDB, KMS) must not fail a submission whose eToken is made and counted: not saved
+        _log.error("iframe save failed", extra={"account_id": account.account_id, "code": exc.code})
+        return ""
+    return str(answer.get("transaction_id") or "")
+
+
 def check_bank(body: dict[str, Any]) -> dict[str, str]:
     from vaultcore.gateway.validation import aba_routing_valid
 
@@ -152,10 +215,14 @@ def submit(token: Any, body: Any, writer: str) -> dict[str, Any]:
         if any(body.get(k) not in (None, "") for k in BANK_FIELDS):
             raise _bad("paymentMethod", "CARD takes no bank fields")
         values = check_card(body, config["cardSettings"], clock.now())
+        contact = check_contact(body, config["cardSettings"]["contactInfo"])
+        save = _wants_save(body, config["cardSettings"]["savePaymentOption"])
     else:
-        if any(body.get(k) not in (None, "") for k in (*CARD_FIELDS, *configs.ADDRESS_FIELDS)):
-            raise _bad("paymentMethod", "ACH takes no card or address fields")
+        if any(body.get(k) not in (None, "") for k in (*CARD_FIELDS, *configs.ADDRESS_FIELDS, *CONTACT_FIELDS)):
+            raise _bad("paymentMethod", "ACH takes no card, address or contact fields")
         values = check_bank(body)
+        contact = {}
+        save = _wants_save(body, config["achSettings"]["savePaymentOption"])
     device = _text(body, "deviceTransId")
     if config["antiFraud"]:
         if device is None or not _DEVICE.fullmatch(device):
@@ -185,4 +252,9 @@ def submit(token: Any, body: Any, writer: str) -> dict[str, Any]:
         out["bank"] = {"last4": values["vault_token_bank_account_number"][-4:]}
     if device is not None:
         out["antiFraud"] = {"device_trans_id": device}
+    if contact:
+        out["contact"] = contact
+    if save:
+        out["saved"] = {"token_id": token_id} if (token_id := _save(account, values, method)) else None
+    instances.record_token(instance, result.bfid)  # GET .../instance/{id} answers it as `tokens`
     return out

@@ -1,22 +1,33 @@
 """Payment iFrame configurations: validation and storage (Registry, typed keys like the accounts').
 
-Registry item ``IFRAMECONF#<account_id>`` / ``CONFIG#<id>``: ``accountId``, ``id`` (20 hex digits),
-``config`` (the validated members below), ``createdAt``, ``updatedAt``. At most :data:`MAX_CONFIGURATIONS` per
-account. Members, as the original names them (every member is checked; an unknown one is refused, 901):
+Registry item ``IFRAMECONF#<account_id>`` / ``CONFIG#<id>``: ``accountId``, ``id`` (``ifr_`` + 32 hex digits, the
+original's form; configurations made before it have 20 hex digits and keep working), ``config`` (the validated
+members below), ``createdAt``, ``updatedAt``. At most :data:`MAX_CONFIGURATIONS` per account. Members, as the
+original PayConex v4 API names them (every member is checked; an unknown one is refused, 901):
 
-==================== ==================================================================================
-``label``            1-64 printable characters (required)
-``language``         ``en`` (default) or ``es``: the field labels and messages inside the iframe
-``timeout``          seconds an instance (its bearer token) lives: 60-3600, default 900
-``currency``         ISO 4217, default ``USD``
-``allowedPaymentMethods`` non-empty subset of ``CARD``, ``ACH`` (default ``["CARD"]``)
-``allowedParentDomains`` 1-10 host sources (:mod:`vaultcore.iframe.domains`; required)
-``cardSettings``     ``cvv``: ``required`` (default) / ``optional`` / ``omit``; ``billingAddress``: ``address1``,
-                     ``address2``, ``city``, ``state``, ``zip``, each ``required`` / ``optional`` / ``omit``
-                     (default: ``zip`` optional, the others omitted)
-``antiFraud``        boolean (default false); true needs the account option ``fraud_scoring`` and a fraud
-                     client id (903)
-==================== ==================================================================================
+======================== ==============================================================================
+``label``                1-100 printable characters (required)
+``language``             ``ENGLISH`` (default), ``SPANISH``, ``GERMAN``, ``FRENCH``, ``ITALIAN``; ``en`` and ``es``
+                         are accepted as ``ENGLISH`` and ``SPANISH`` (our first vocabulary). The frame's labels
+                         and messages: English and Spanish translated, the others in English (:mod:`.page`)
+``timeout``              seconds an instance (its bearer token) lives: 60-1800, default 300
+``currency``             ISO 4217, default ``USD``
+``allowedPaymentMethods`` non-empty subset of ``CARD``, ``ACH`` (default ``["CARD"]``); ``CLICK_TO_PAY`` refused
+``allowedParentDomains`` 0-10 host sources (:mod:`vaultcore.iframe.domains`; required, may be empty: then the frame
+                         is embeddable nowhere, ``frame-ancestors 'none'``, and is used top-level by its instance
+                         only, the merchant reading the result with ``GET .../instance/{id}``)
+``cardSettings``         ``cvv``, ``billingAddress``, ``contactInfo``, ``savePaymentOption``: each ``required`` /
+                         ``optional`` / ``omit`` (defaults ``required``, ``optional``, ``omit``, ``omit``).
+                         ``billingAddress`` also takes our per-field object (``address1``, ``address2``, ``city``,
+                         ``state``, ``zip``), answered in the extension member ``billingAddressFields``
+``achSettings``          ``savePaymentOption``: ``required`` / ``optional`` / ``omit`` (default ``omit``)
+``clickToPaySettings``   refused (901): Click to Pay is not offered
+``antiFraud``            boolean (default false); true needs the account option ``fraud_scoring`` and a fraud
+                         client id (903)
+======================== ==============================================================================
+
+``savePaymentOption`` defaults to ``omit``, not to the original's ``required``: a saved card is a reusable
+payment token of the account (a STORE), which a merchant asks for, never gets unasked.
 """
 
 from __future__ import annotations
@@ -33,18 +44,34 @@ from vaultcore.settings import settings
 from vaultcore.store import registry
 
 __all__ = ["MAX_CONFIGURATIONS", "MEMBERS", "SETTINGS", "validate", "create", "list_configs", "get", "patch",
-           "delete", "load", "CONFIG_ID", "public_view"]
+           "delete", "load", "CONFIG_ID", "public_view", "LANGUAGES", "LANGUAGE_ALIASES", "language_code",
+           "BILLING_PRESETS", "billing_mode"]
 
 MAX_CONFIGURATIONS = 50
-CONFIG_ID = re.compile(r"[a-f0-9]{20}")
+CONFIG_ID = re.compile(r"ifr_[0-9a-f]{32}|[a-f0-9]{20}")  # the original's form, and ours before it
 MEMBERS = ("label", "language", "timeout", "currency", "allowedPaymentMethods", "allowedParentDomains",
-           "cardSettings", "antiFraud")
+           "cardSettings", "achSettings", "antiFraud")
 SETTINGS = ("required", "optional", "omit")
 ADDRESS_FIELDS = ("address1", "address2", "city", "state", "zip")
-LANGUAGES = ("en", "es")
+LANGUAGES = ("ENGLISH", "SPANISH", "GERMAN", "FRENCH", "ITALIAN")
+LANGUAGE_ALIASES = {"en": "ENGLISH", "es": "SPANISH"}
+#: language -> the BCP 47 code of its translation (the page falls back to English where it has none)
+_CODES = {"ENGLISH": "en", "SPANISH": "es", "GERMAN": "de", "FRENCH": "fr", "ITALIAN": "it"}
 METHODS = ("CARD", "ACH")
-TIMEOUT_RANGE = (60, 3600)
-_LABEL = re.compile(r"[^\x00-\x1f\x7f]{1,64}")
+UNSUPPORTED_METHODS = ("CLICK_TO_PAY",)
+TIMEOUT_RANGE = (60, 1800)
+DEFAULT_TIMEOUT = 300
+CARD_SETTINGS = ("cvv", "billingAddress", "contactInfo", "savePaymentOption")
+_CARD_DEFAULTS = {"cvv": "required", "contactInfo": "omit", "savePaymentOption": "omit"}
+#: billingAddress as the original's one setting -> the fields it shows (address2 is never required)
+BILLING_PRESETS: dict[str, dict[str, str]] = {
+    "required": {"address1": "required", "address2": "optional", "city": "required", "state": "required",
+                 "zip": "required"},
+    "optional": dict.fromkeys(ADDRESS_FIELDS, "optional"),
+    "omit": dict.fromkeys(ADDRESS_FIELDS, "omit"),
+}
+_BILLING_DEFAULT = {"address1": "omit", "address2": "omit", "city": "omit", "state": "omit", "zip": "optional"}
+_LABEL = re.compile(r"[^\x00-\x1f\x7f]{1,100}")
 _cache: ContainerCache[dict[str, Any]] = ContainerCache("record_cache_seconds", max_items=1024)
 
 
@@ -58,18 +85,51 @@ def _setting(value: Any, member: str) -> str:
     return str(value)
 
 
-def _card_settings(raw: Any) -> dict[str, Any]:
+def language_code(language: str) -> str:
+    """The page's translation code of a stored language (``en`` / ``es`` of configurations made before)."""
+    return _CODES.get(LANGUAGE_ALIASES.get(language, language), "en")
+
+
+def billing_mode(fields: dict[str, str]) -> str:
+    """The original's one ``billingAddress`` setting for our per-field modes: required when a field is, omit
+    when none is shown, optional otherwise."""
+    modes = set(fields.values())
+    return "required" if "required" in modes else "optional" if "optional" in modes else "omit"
+
+
+def _billing(raw: Any, base: dict[str, str] | None) -> dict[str, str]:
+    if raw is None:
+        return dict(base or _BILLING_DEFAULT)
+    if isinstance(raw, str):
+        return dict(BILLING_PRESETS[_setting(raw, "cardSettings.billingAddress")])
+    if not isinstance(raw, dict) or set(raw) - set(ADDRESS_FIELDS):
+        raise _bad("cardSettings.billingAddress", "required, optional or omit (or an object with "
+                   + ", ".join(ADDRESS_FIELDS) + " only)")
+    merged = {**(base or _BILLING_DEFAULT), **raw}  # our object form: per field, merged over the stored ones
+    return {k: _setting(merged[k], f"cardSettings.billingAddress.{k}") for k in ADDRESS_FIELDS}
+
+
+def _card_settings(raw: Any, base: dict[str, Any] | None) -> dict[str, Any]:
     if raw is None:
         raw = {}
-    if not isinstance(raw, dict) or set(raw) - {"cvv", "billingAddress"}:
-        raise _bad("cardSettings", "must be an object with cvv and billingAddress only")
-    address = raw.get("billingAddress", {})
-    if not isinstance(address, dict) or set(address) - set(ADDRESS_FIELDS):
-        raise _bad("cardSettings.billingAddress", "must be an object with " + ", ".join(ADDRESS_FIELDS) + " only")
-    defaults = {"address1": "omit", "address2": "omit", "city": "omit", "state": "omit", "zip": "optional"}
-    return {"cvv": _setting(raw.get("cvv", "required"), "cardSettings.cvv"),
-            "billingAddress": {k: _setting(address.get(k, defaults[k]), f"cardSettings.billingAddress.{k}")
-                               for k in ADDRESS_FIELDS}}
+    if not isinstance(raw, dict):
+        raise _bad("cardSettings", "must be an object")
+    unknown = sorted(set(raw) - set(CARD_SETTINGS))
+    if unknown:
+        raise _bad(f"cardSettings.{str(unknown[0])[:40]}", "unknown member")
+    base = base or {}
+    out: dict[str, Any] = {k: _setting(raw.get(k, base.get(k, default)), f"cardSettings.{k}") for k, default in _CARD_DEFAULTS.items()}
+    out["billingAddress"] = _billing(raw.get("billingAddress"), base.get("billingAddress"))
+    return out
+
+
+def _ach_settings(raw: Any, base: dict[str, Any] | None) -> dict[str, Any]:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict) or set(raw) - {"savePaymentOption"}:
+        raise _bad("achSettings", "must be an object with savePaymentOption only")
+    return {"savePaymentOption": _setting(raw.get("savePaymentOption", (base or {}).get("savePaymentOption", "omit")),
+                                          "achSettings.savePaymentOption")}
 
 
 def validate(body: Any, *, cert: bool, base: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -78,30 +138,30 @@ def validate(body: Any, *, cert: bool, base: dict[str, Any] | None = None) -> di
 
     if not isinstance(body, dict):
         raise IframeError(CONFIG_INVALID, "The body must be one JSON object.")
+    if "clickToPaySettings" in body:
+        raise _bad("clickToPaySettings", "Click to Pay is not offered by this platform")
     unknown = sorted(set(body) - set(MEMBERS))
     if unknown:
         raise _bad(str(unknown[0])[:64], "unknown member")
     raw = {**(base or {}), **body}
-    if base is not None and "cardSettings" in body and isinstance(body["cardSettings"], dict) and isinstance(
-            base.get("cardSettings"), dict):
-        merged = {**base["cardSettings"], **body["cardSettings"]}
-        if isinstance(body["cardSettings"].get("billingAddress"), dict):
-            merged["billingAddress"] = {**base["cardSettings"].get("billingAddress", {}),
-                                        **body["cardSettings"]["billingAddress"]}
-        raw["cardSettings"] = merged
     label = raw.get("label")
     if not isinstance(label, str) or not _LABEL.fullmatch(label):
-        raise _bad("label", "1 to 64 printable characters (required)")
-    language = raw.get("language", "en")
+        raise _bad("label", "1 to 100 printable characters (required)")
+    language = raw.get("language", "ENGLISH")
+    language = LANGUAGE_ALIASES.get(language, language) if isinstance(language, str) else language
     if language not in LANGUAGES:
         raise _bad("language", "one of " + ", ".join(LANGUAGES))
-    timeout = raw.get("timeout", 900)
+    timeout = raw.get("timeout", DEFAULT_TIMEOUT)
+    if isinstance(timeout, float) and timeout.is_integer():
+        timeout = int(timeout)  # the original's document types it as a number: 600.0 is 600 seconds
     if isinstance(timeout, bool) or not isinstance(timeout, int) or not TIMEOUT_RANGE[0] <= timeout <= TIMEOUT_RANGE[1]:
         raise _bad("timeout", f"an integer number of seconds, {TIMEOUT_RANGE[0]} to {TIMEOUT_RANGE[1]}")
     currency = raw.get("currency", "USD")
     if not isinstance(currency, str) or not is_currency(currency.upper()):
         raise _bad("currency", "an ISO 4217 currency code")
     methods = raw.get("allowedPaymentMethods", ["CARD"])
+    if isinstance(methods, list) and any(m in UNSUPPORTED_METHODS for m in methods):
+        raise _bad("allowedPaymentMethods", "CLICK_TO_PAY is not offered by this platform")
     if (not isinstance(methods, list) or not methods or any(m not in METHODS for m in methods)
             or len(set(methods)) != len(methods)):
         raise _bad("allowedPaymentMethods", "a non-empty list of CARD and ACH without repeats")
@@ -114,9 +174,23 @@ def validate(body: Any, *, cert: bool, base: dict[str, Any] | None = None) -> di
     anti_fraud = raw.get("antiFraud", False)
     if not isinstance(anti_fraud, bool):
         raise _bad("antiFraud", "a boolean")
+    base_card = (base or {}).get("cardSettings") if isinstance((base or {}).get("cardSettings"), dict) else None
+    card = _card_settings(body.get("cardSettings") if base is not None else raw.get("cardSettings"), base_card)
+    base_ach = (base or {}).get("achSettings") if isinstance((base or {}).get("achSettings"), dict) else None
+    ach = _ach_settings(body.get("achSettings") if base is not None else raw.get("achSettings"), base_ach)
     return {"label": label, "language": language, "timeout": timeout, "currency": currency.upper(),
-            "allowedPaymentMethods": list(methods), "allowedParentDomains": parents,
-            "cardSettings": _card_settings(raw.get("cardSettings")), "antiFraud": anti_fraud}
+            "allowedPaymentMethods": list(methods), "allowedParentDomains": parents, "cardSettings": card,
+            "achSettings": ach, "antiFraud": anti_fraud}
+
+
+def normalised(config: dict[str, Any]) -> dict[str, Any]:
+    """A stored configuration in today's vocabulary: one made before the original's members (``en``, no
+    ``contactInfo``, ``savePaymentOption`` or ``achSettings``) reads as it behaved."""
+    card = config.get("cardSettings") or {}
+    return {**config, "language": LANGUAGE_ALIASES.get(config.get("language", "ENGLISH"), config.get("language")),
+            "cardSettings": {**_CARD_DEFAULTS, **card, "billingAddress": card.get("billingAddress") or
+                             dict(_BILLING_DEFAULT)},
+            "achSettings": config.get("achSettings") or {"savePaymentOption": "omit"}}
 
 
 def _check_account(account: Any, config: dict[str, Any]) -> None:
@@ -136,7 +210,14 @@ def _pk(account_id: str) -> str:
 
 
 def public_view(item: dict[str, Any]) -> dict[str, Any]:
-    return {"id": item["id"], **item["config"], "createdAt": item.get("createdAt"), "updatedAt": item.get("updatedAt")}
+    """The original's ``IframeResponse`` (``billingAddress`` its one setting) and our extension members
+    ``billingAddressFields`` (the fields it shows), ``antiFraud``, ``createdAt``, ``updatedAt``."""
+    config = normalised(item["config"])
+    card = config["cardSettings"]
+    return {"id": item["id"], **config,
+            "cardSettings": {**card, "billingAddress": billing_mode(card["billingAddress"])},
+            "billingAddressFields": card["billingAddress"], "createdAt": item.get("createdAt"),
+            "updatedAt": item.get("updatedAt")}
 
 
 def create(account: Any, body: Any) -> dict[str, Any]:
@@ -145,7 +226,7 @@ def create(account: Any, body: Any) -> dict[str, Any]:
     if len(registry.query_prefix(_pk(account.account_id), "CONFIG#", limit=MAX_CONFIGURATIONS)) >= MAX_CONFIGURATIONS:
         raise IframeError(CONFIG_INVALID, f"An account has at most {MAX_CONFIGURATIONS} configurations: delete one.")
     now = int(clock.now())
-    item = {"pk": _pk(account.account_id), "sk": "CONFIG#" + (config_id := secrets.token_hex(10)),
+    item = {"pk": _pk(account.account_id), "sk": "CONFIG#" + (config_id := "ifr_" + secrets.token_hex(16)),
             "accountId": account.account_id, "id": config_id, "config": config, "createdAt": now, "updatedAt": now}
     registry.put_new(item)
     return public_view(item)
@@ -170,7 +251,7 @@ def get(account: Any, config_id: str) -> dict[str, Any]:
 
 def patch(account: Any, config_id: str, body: Any) -> dict[str, Any]:
     item = _item(account.account_id, config_id)
-    config = validate(body, cert=settings().is_cert, base=item["config"])
+    config = validate(body, cert=settings().is_cert, base=normalised(item["config"]))
     _check_account(account, config)
     try:
         updated = registry.update_fields(_pk(account.account_id), "CONFIG#" + config_id,
@@ -192,6 +273,6 @@ def load(account_id: str, config_id: str) -> dict[str, Any] | None:
 
     def loader() -> dict[str, Any]:
         item = registry.get(_pk(account_id), "CONFIG#" + config_id, consistent=True)
-        return item["config"] if item else {}
+        return normalised(item["config"]) if item else {}
 
     return _cache.get_or_load((account_id, config_id), loader) or None

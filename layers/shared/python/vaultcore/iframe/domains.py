@@ -66,8 +66,10 @@ def normalise_source(entry: object, *, cert: bool) -> str:
 
 def normalise_sources(value: object, *, cert: bool) -> list[str]:
     """The validated, normalised, de-duplicated list (order kept); :class:`DomainError` names the bad index."""
-    if not isinstance(value, list) or not 1 <= len(value) <= MAX_DOMAINS:
-        raise DomainError(f"must be a list of 1 to {MAX_DOMAINS} host sources")
+    # Empty is allowed (the original's rule): the frame is then embeddable nowhere (frame-ancestors 'none') and
+    # used top-level by its instance only; an empty list never widens anything to '*'.
+    if not isinstance(value, list) or not 0 <= len(value) <= MAX_DOMAINS:
+        raise DomainError(f"must be a list of 0 to {MAX_DOMAINS} host sources")
     out: list[str] = []
     for i, entry in enumerate(value):
         try:

@@ -57,20 +57,29 @@ _TEXT = {
            "zip": "ZIP / postal code", "bankAccountNumber": "Account number",
            "bankRoutingNumber": "Routing number", "accountHolderName": "Account holder name",
            "paymentMethod": "Payment method", "CARD": "Card", "ACH": "Bank account (ACH)",
-           "optional": "(optional)", "form": "Payment details"},
+           "optional": "(optional)", "form": "Payment details", "email": "Email", "phone": "Phone (+ and digits)",
+           "saveCARD": "Save this card for future payments", "saveACH": "Save this bank account for future payments",
+           "savedCARD": "This card will be saved for future payments.",
+           "savedACH": "This bank account will be saved for future payments.", "pay": "Pay"},
     "es": {"cardNumber": "Número de tarjeta", "cardExpiration": "Vencimiento (MM/AA)",
            "cardCvv": "Código de seguridad (CVV)", "address1": "Dirección", "address2": "Dirección (línea 2)",
            "city": "Ciudad", "state": "Estado", "zip": "Código postal", "bankAccountNumber": "Número de cuenta",
            "bankRoutingNumber": "Número de ruta", "accountHolderName": "Titular de la cuenta",
            "paymentMethod": "Método de pago", "CARD": "Tarjeta", "ACH": "Cuenta bancaria (ACH)",
-           "optional": "(opcional)", "form": "Datos de pago"},
+           "optional": "(opcional)", "form": "Datos de pago", "email": "Correo electrónico",
+           "phone": "Teléfono (+ y dígitos)", "saveCARD": "Guardar esta tarjeta para pagos futuros",
+           "saveACH": "Guardar esta cuenta bancaria para pagos futuros",
+           "savedCARD": "Esta tarjeta se guardará para pagos futuros.",
+           "savedACH": "Esta cuenta bancaria se guardará para pagos futuros.", "pay": "Pagar"},
 }
 _AUTOCOMPLETE = {"cardNumber": "cc-number", "cardExpiration": "cc-exp", "cardCvv": "cc-csc",
                  "address1": "address-line1", "address2": "address-line2", "city": "address-level2",
-                 "state": "address-level1", "zip": "postal-code", "accountHolderName": "name"}
+                 "state": "address-level1", "zip": "postal-code", "accountHolderName": "name", "email": "email",
+                 "phone": "tel"}
 _NUMERIC = ("cardNumber", "cardExpiration", "cardCvv", "bankAccountNumber", "bankRoutingNumber")
 _MAXLENGTH = {"cardNumber": 23, "cardExpiration": 5, "cardCvv": 4, "bankAccountNumber": 17, "bankRoutingNumber": 9,
-              "accountHolderName": 100, "address1": 100, "address2": 100, "city": 64, "state": 64, "zip": 10}
+              "accountHolderName": 100, "address1": 100, "address2": 100, "city": 64, "state": 64, "zip": 10,
+              "email": 254, "phone": 17}
 _STATIC = Path(__file__).with_name("static")
 
 
@@ -121,7 +130,7 @@ def _headers(csp: str) -> dict[str, str]:
             "Permissions-Policy": "camera=(), microphone=(), geolocation=(), payment=()"}
 
 
-def _field(name: str, text: dict[str, str], mode: str = "required") -> str:
+def _field(name: str, text: dict[str, str], mode: str = "required", prefill: dict[str, str] | None = None) -> str:
     label = html.escape(text[name] + (" " + text["optional"] if mode == "optional" else ""))
     attrs = [f'id="f-{name}"', f'name="{name}"', 'type="text"', f'aria-describedby="m-{name}"',
              'aria-invalid="false"', f'maxlength="{_MAXLENGTH[name]}"', 'spellcheck="false"']
@@ -131,11 +140,37 @@ def _field(name: str, text: dict[str, str], mode: str = "required") -> str:
         attrs.append('inputmode="numeric"')
     if mode == "required":
         attrs.append('aria-required="true"')
+    if prefill and prefill.get(name):  # the instance's customer (never card data): the shopper may change it
+        attrs.append(f'value="{html.escape(prefill[name], quote=True)}"')
     return (f'<div class="f" data-field="{name}"><label for="f-{name}">{label}</label>'
             f'<input {" ".join(attrs)}><p class="m" id="m-{name}" role="status" aria-live="polite"></p></div>')
 
 
-def _form(config: dict[str, Any], text: dict[str, str]) -> str:
+def _save(method: str, mode: str, text: dict[str, str]) -> str:
+    """savePaymentOption: optional is a checkbox (unchecked), required a notice (the data is stored), omit
+    nothing."""
+    if mode == "optional":
+        return (f'<div class="f s"><label class="r"><input type="checkbox" id="f-save{method}" '
+                f'name="savePayment"> {html.escape(text["save" + method])}</label></div>')
+    if mode == "required":
+        return f'<p class="f s" id="f-save{method}" data-required="true">{html.escape(text["saved" + method])}</p>'
+    return ""
+
+
+def prefill_of(customer: dict[str, Any] | None) -> dict[str, str]:
+    """The fields an instance's ``customer`` fills in: email, phone, the billing address, the ACH holder's name."""
+    if not customer:
+        return {}
+    address = customer.get("billingAddress") or {}
+    out = {k: str(address[k]) for k in configs.ADDRESS_FIELDS if address.get(k)}
+    out.update({k: str(customer[k]) for k in ("email", "phone") if customer.get(k)})
+    if customer.get("name"):
+        out["accountHolderName"] = str(customer["name"])
+    return out
+
+
+def _form(config: dict[str, Any], text: dict[str, str], standalone: bool = False,
+          prefill: dict[str, str] | None = None) -> str:
     methods = config["allowedPaymentMethods"]
     parts = [f'<form id="vault-form" novalidate aria-label="{html.escape(text["form"])}">']
     if len(methods) > 1:
@@ -151,14 +186,23 @@ def _form(config: dict[str, Any], text: dict[str, str]) -> str:
             fields.append(_field("cardCvv", text, settings_["cvv"]))
         for name, mode in settings_["billingAddress"].items():
             if mode != "omit":
-                fields.append(_field(name, text, mode))
-        parts.append('<div class="group" data-method="CARD"><p class="brand" id="brand" aria-live="polite"></p>'
-                     + "".join(fields) + "</div>")
+                fields.append(_field(name, text, mode, prefill))
+        if settings_["contactInfo"] != "omit":  # the original's contact information: email and phone
+            fields += [_field("email", text, settings_["contactInfo"], prefill),
+                       _field("phone", text, "optional", prefill)]
+        fields.append(_save("CARD", settings_["savePaymentOption"], text))
+        hidden = " hidden" if methods[0] != "CARD" else ""
+        parts.append(f'<div class="group" data-method="CARD"{hidden}><p class="brand" id="brand" '
+                     'aria-live="polite"></p>' + "".join(fields) + "</div>")
     if "ACH" in methods:
-        fields = [_field("accountHolderName", text), _field("bankRoutingNumber", text),
-                  _field("bankAccountNumber", text)]
+        fields = [_field("accountHolderName", text, "required", prefill), _field("bankRoutingNumber", text),
+                  _field("bankAccountNumber", text),
+                  _save("ACH", config["achSettings"]["savePaymentOption"], text)]
         hidden = " hidden" if methods[0] != "ACH" else ""
         parts.append(f'<div class="group" data-method="ACH"{hidden}>' + "".join(fields) + "</div>")
+    if standalone:  # opened top-level (no parent page to call submit()): its own button and result line
+        parts.append(f'<button type="submit" id="pay">{html.escape(text["pay"])}</button>'
+                     '<p id="done" role="status" aria-live="polite"></p>')
     parts.append("</form>")
     return "".join(parts)
 
@@ -172,6 +216,7 @@ input[type=text]{width:100%%;font:inherit;color:inherit;background:inherit;paddi
 border:1px solid var(--vc-borderColor);border-radius:var(--vc-borderRadius)}
 input:focus{outline:2px solid var(--vc-focusColor);outline-offset:1px}
 input[aria-invalid=true]{border-color:var(--vc-errorColor)}
+.s input{margin-right:6px}#pay{font:inherit;padding:var(--vc-padding)}
 .m{margin:2px 0 0;min-height:1em;font-size:.85em;color:var(--vc-errorColor)}.brand{margin:0 0 4px;font-size:.85em}
 [hidden]{display:none!important}"""
 
@@ -188,7 +233,15 @@ def render_frame(token: str | None, origin: str | None, style: str | None) -> tu
     elif not domains.origin_allowed(origin, ancestors or []):
         error = "ORIGIN_NOT_ALLOWED"
     parent = origin if (ancestors and domains.origin_allowed(origin, ancestors)) else None
-    text = _TEXT.get(config["language"] if config else "en", _TEXT["en"])
+    # No allowedParentDomains: frame-ancestors 'none' (the browser embeds it nowhere), so the page is only ever
+    # shown top-level, by its instance's bearer token; no parent origin, so nothing is ever posted (never '*').
+    standalone = config is not None and not ancestors
+    if error == "ORIGIN_NOT_ALLOWED" and standalone:
+        error = None
+    # the instance's language (init's `language`) over its configuration's
+    code = configs.language_code((instance or {}).get("language") or config["language"]) if config else "en"
+    lang = code if code in _TEXT else "en"  # German, French, Italian: English until translated
+    text = _TEXT[lang]
     styles = {**_DEFAULT_STYLE, **clean_style(style)}
     css = _CSS % ";".join(f"--vc-{k}:{v}" for k, v in styles.items())
     collector = ""
@@ -197,8 +250,9 @@ def render_frame(token: str | None, origin: str | None, style: str | None) -> tu
     extra = ""
     if error is None and config is not None and instance is not None:
         data.update(methods=config["allowedPaymentMethods"], cardSettings=config["cardSettings"],
-                    language=config["language"], antiFraud=config["antiFraud"])
-        body = _form(config, text)
+                    achSettings=config["achSettings"], language=lang, antiFraud=config["antiFraud"],
+                    standalone=standalone)
+        body = _form(config, text, standalone, prefill_of(instance.get("customer")))
         if config["antiFraud"]:
             from vaultcore.fraud.collector import active_client_ids
 
@@ -211,7 +265,7 @@ def render_frame(token: str | None, origin: str | None, style: str | None) -> tu
                 extra = (f'<script id="bcn" nonce="{nonce}" dvc="a" dvct="800" dvci="{dvci}" '
                          f'sid="{html.escape(instance["customId"])}" src="{html.escape(src)}"></script>')
     config_json = json.dumps(data).replace("<", "\\u003c")
-    page = (f'<!doctype html><html lang="{html.escape(text is _TEXT["es"] and "es" or "en")}"><head>'
+    page = (f'<!doctype html><html lang="{lang}"><head>'
             '<meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">'
             f'<title>{html.escape(text["form"])}</title><style nonce="{nonce}">{css}</style></head><body>'
             f'{body}<script type="application/json" id="vault-config">{config_json}</script>'

@@ -29,13 +29,17 @@
          cardExpiration: "Enter a date as MM/YY.", expired: "The card has expired.", cardCvv: "Enter the {n}-digit security code.",
          zip: "Enter a valid ZIP or postal code.", text: "Enter {min} to {max} characters.",
          bankRoutingNumber: "Enter a valid 9-digit routing number.", bankAccountNumber: "Enter 4 to 17 digits.",
-         accountHolderName: "Enter the account holder's name.", brand: "Card brand: {b}"},
+         accountHolderName: "Enter the account holder's name.", brand: "Card brand: {b}",
+         email: "Enter a valid email address.", phone: "Enter + and 6 to 16 digits.",
+         done: "Payment details received.", failed: "The payment details were not accepted."},
     es: {required: "Obligatorio.", cardNumber: "Introduzca un número de tarjeta válido.",
          cardBrandLength: "El número de tarjeta está incompleto.", cardExpiration: "Introduzca la fecha como MM/AA.",
          expired: "La tarjeta ha vencido.", cardCvv: "Introduzca el código de seguridad de {n} dígitos.",
          zip: "Introduzca un código postal válido.", text: "Introduzca de {min} a {max} caracteres.",
          bankRoutingNumber: "Introduzca un número de ruta válido de 9 dígitos.", bankAccountNumber: "Introduzca de 4 a 17 dígitos.",
-         accountHolderName: "Introduzca el nombre del titular.", brand: "Marca: {b}"}
+         accountHolderName: "Introduzca el nombre del titular.", brand: "Marca: {b}",
+         email: "Introduzca un correo electrónico válido.", phone: "Introduzca + y de 6 a 16 dígitos.",
+         done: "Datos de pago recibidos.", failed: "No se aceptaron los datos de pago."}
   };
   var T = TEXT[config.language] || TEXT.en;
   function t(key, vars) {
@@ -77,6 +81,8 @@
 
   function settingOf(name) {
     if (name === "cardCvv") { return config.cardSettings.cvv; }
+    if (name === "email") { return config.cardSettings.contactInfo; }
+    if (name === "phone") { return "optional"; }
     var b = config.cardSettings.billingAddress;
     return b && b[name] ? b[name] : "required";
   }
@@ -106,6 +112,8 @@
       return new RegExp("^[0-9]{" + n + "}$").test(v) ? "" : t("cardCvv", {n: n});
     }
     if (name === "zip") { return /^[A-Za-z0-9 -]{3,10}$/.test(v) ? "" : t("zip"); }
+    if (name === "email") { return /^[^\s@]{1,64}@[^\s@]{1,190}\.[^\s@]{2,63}$/.test(v) ? "" : t("email"); }
+    if (name === "phone") { return /^\+[0-9]{6,16}$/.test(v) ? "" : t("phone"); }
     if (name === "bankRoutingNumber") { return aba(v) ? "" : t("bankRoutingNumber"); }
     if (name === "bankAccountNumber") { return /^[0-9]{4,17}$/.test(v) ? "" : t("bankAccountNumber"); }
     var lim = LIMITS[name];
@@ -171,7 +179,13 @@
     resize();
     changed();
   });
-  form.addEventListener("submit", function (e) { e.preventDefault(); });
+  // Standalone (no allowedParentDomains: shown top-level by its instance, never framed): its own button submits,
+  // and the merchant's server reads the result with GET .../instance/{id} (tokens).
+  function done(message) { var el = document.getElementById("done"); if (el) { el.textContent = message; } }
+  form.addEventListener("submit", function (e) {
+    e.preventDefault();
+    if (config.standalone) { submit("standalone"); }
+  });
 
   // ------------------------------------------------------------------ submission
   // antiFraud: the device collection script (id=bcn, loaded by the page) reports before the first submission,
@@ -201,6 +215,9 @@
       if (v) { body[name] = name === "cardNumber" ? digits(v) : v; }
     });
     if (config.antiFraud && config.deviceTransId) { body.deviceTransId = config.deviceTransId; }
+    // savePaymentOption: required (a notice) saves, optional only when the shopper ticks the box
+    var save = document.getElementById("f-save" + body.paymentMethod);
+    if (save && (save.getAttribute("data-required") === "true" || save.checked)) { body.savePayment = true; }
     collected.then(function () {
       return fetch("submit", {method: "POST", credentials: "omit", cache: "no-store",
                               headers: {"Content-Type": "application/json", "Authorization": "Bearer " + token},
@@ -211,10 +228,12 @@
         if (answer.status === 200) {
           ["cardNumber", "cardCvv", "bankAccountNumber"].forEach(function (n) { if (input(n)) { input(n).value = ""; } });
           post({type: "result", id: id, ok: true, result: answer.body});
+          if (config.standalone) { done(t("done")); }
         } else {
           var code = CODES[answer.body.errCode] || "SUBMISSION_FAILED";
           post({type: "result", id: id, ok: false,
                 error: {code: code, errCode: answer.body.errCode, message: answer.body.errMessage}});
+          if (config.standalone) { done(t("failed")); }
         }
       }, function () {
         post({type: "result", id: id, ok: false, error: {code: "SUBMISSION_FAILED", message: "network error"}});
