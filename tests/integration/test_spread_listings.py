@@ -201,3 +201,43 @@ def test_the_shard_is_stable_and_spreads():
     assert len({spread.shard_of(f"{1795000000000 + n:013d}#r#0000", 32) for n in range(2000)}) == 32
     assert spread.partitions("p1", 3) == ["p1", "p1#0", "p1#1", "p1#2"]
     assert spread.owns_partition("p1", "p1#12") and not spread.owns_partition("p1", "p10#1")
+
+
+def test_the_merged_audit_listing_on_dynalite(monkeypatch, frozen_clock):
+    """The same listing on a second DynamoDB implementation: the key conditions, filters and paging it uses."""
+    import uuid
+
+    import boto3
+
+    from local.template import load_template, parameters_with_defaults, render
+    from tests.conftest import reset_platform_state
+    from tests.dynalite import dynalite_server
+
+    with dynalite_server() as endpoint:
+        for name in ("AWS_PROFILE", "VAULT_AWS_SDK"):
+            monkeypatch.delenv(name, raising=False)
+        for k, v in {"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+                     "AWS_DEFAULT_REGION": "us-east-1", "AWS_REGION": "us-east-1", "AUDIT_SHARDS": "3"}.items():
+            monkeypatch.setenv(k, v)
+        template = load_template()
+        props = render(template, parameters_with_defaults(template, {"Environment": "cert"}))["AuditTable"]["Properties"]
+        table = f"Audit-{uuid.uuid4().hex[:8]}"
+        boto3.client("dynamodb", region_name="us-east-1", endpoint_url=endpoint, aws_access_key_id="testing",
+                     aws_secret_access_key="testing").create_table(
+            TableName=table, BillingMode="PAY_PER_REQUEST", KeySchema=props["KeySchema"],
+            AttributeDefinitions=props["AttributeDefinitions"])
+        monkeypatch.setenv("AUDIT_TABLE", table)
+        reset_platform_state()
+        try:
+            expected = _audit_records("dyn1")
+            for limit in (1, 4, 100):
+                ids, token = [], None
+                while True:
+                    out = audit.list_records("dyn1", limit=limit, next_token=token)
+                    ids += [r["auditId"] for r in out["records"]]
+                    token = out.get("nextToken")
+                    if not token:
+                        break
+                assert ids == expected, limit
+        finally:
+            reset_platform_state()
