@@ -117,7 +117,7 @@ def merged_query(query: Callable[..., dict[str, Any]], *, table: str, partition_
         unread = max(frontiers, key=lambda fs: fs[0]) if frontiers else None
         heads = [((str(s.items[0][sort_attr]), s.partition), s) for s in streams if s.items]
         best = max(heads, key=lambda hs: hs[0]) if heads else None
-        if best is not None and (unread is None or best[0] > unread[0]):
+        if best is not None and (unread is None or best[0] >= unread[0]):  # equal: its own last read item
             answered.append(best[1].items.pop(0))
             last = best[0]
             continue
