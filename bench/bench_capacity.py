@@ -566,7 +566,10 @@ def key_loads(instances: list[dict[str, Any]], schemas: dict[str, dict], entitie
             spread = 1 + max(int(v.rsplit("#", 1)[1]) for v in g["value_entities"] if v and v.rsplit("#", 1)[-1].isdigit())
         out.append({"kind": kind, "table": table, "index": index, "shape": shape, "units_per_op": g["units"] / n,
                     "shared": any(len(es) > 1 for es in g["value_entities"].values()),
-                    "own_key": all(len(i) == 1 for i in g["value_instances"].values()),
+                    # a key of its own per operation: no value touched twice, and a per-operation part in the
+                    # shape (a key named only after its merchant, read once here, is still the merchant's key)
+                    "own_key": all(len(i) == 1 for i in g["value_instances"].values())
+                    and any(part in shape for part in ("<id>", "<time>", "<n>")),
                     "per_entity": per_entity, "shards": spread, "time_prefixed": g["time_prefixed"],
                     "entity_bound": "<account>" in shape or "<partner>" in shape})
     return out
@@ -901,6 +904,16 @@ def measure(layer: str, endpoint: str) -> dict[str, Any]:
             "postbacks_not_delivered_in_time": undelivered}
 
 
+def _summary(operations: dict[str, Any]) -> dict[str, Any]:
+    """Per rate and scenario: the operation whose bottleneck is the tightest, and that bottleneck."""
+    out: dict[str, Any] = {}
+    for rate in RATES:
+        for label in ("one_merchant", f"{MERCHANTS}_merchants"):
+            worst = max(operations.items(), key=lambda kv: kv[1]["rates"][str(rate)][label]["bottleneck"]["share"])
+            out[f"{rate}/s {label}"] = {"operation": worst[0], **worst[1]["rates"][str(rate)][label]["bottleneck"]}
+    return out
+
+
 def main() -> dict:
     from bench.bench_lifecycle_cost import _child, _previous_tree
     from bench.common import ROOT
@@ -915,9 +928,13 @@ def main() -> dict:
                 figures[name] = _child(layer, server.url, __file__)
             finally:
                 server.stop()
+    for tree in figures.values():
+        tree["bottlenecks"] = _summary(tree["operations"])
     result = {"bench_capacity": figures, "previous_commit": PREVIOUS_COMMIT, "rounds": ROUNDS,
               "batch_items": BATCH_ITEMS, "rates": list(RATES), "merchants": MERCHANTS,
-              "assumed_seconds_per_invocation": {**ASSUMED_SECONDS, "default": ASSUMED_DEFAULT_SECONDS}}
+              "assumed_seconds_per_invocation": {**ASSUMED_SECONDS, "default": ASSUMED_DEFAULT_SECONDS},
+              "note": "warm containers: KMS calls of cold containers and expired key caches are not in the figures "
+                      "(docs/operators/capacity.md models them); units per operation are averages over rounds"}
     print(json.dumps(result, indent=2))
     return result
 
