@@ -37,7 +37,8 @@ shard count is the default of the template parameter whose name matches the tabl
   write units, 3,000 read units), for one merchant (or partner) taking the whole rate and for the rate spread
   over ``MERCHANTS`` merchants. A key constant for a merchant takes the merchant's whole rate; a key spread over
   N shards 1/N of it; a key of its own per operation (a transaction id) one operation's units; a key shared by
-  all merchants the platform's whole rate;
+  all merchants the platform's whole rate; a read most operations do not make (a container's cache miss) at most
+  once per container (the Lambda concurrency below) and ``RECORD_CACHE_SECONDS``;
 * ``table_throughput``: the busiest table's units a second against the on-demand table-level default (40,000);
 * ``kms``: KMS calls a second against the account's symmetric request quota (:data:`KMS_QUOTA`);
 * ``lambda_concurrency``: by Little's law, rate × duration per invocation, and at least rate ÷ 10 per function
@@ -554,6 +555,7 @@ def key_loads(instances: list[dict[str, Any]], schemas: dict[str, dict], entitie
                 g["by_value"][(inst["entity"], t["key"])] += t["units"]
                 g["value_entities"][t["key"]].add(inst["entity"])
                 g["value_instances"][t["key"]].add((inst["entity"], inst["instance"]))
+                g.setdefault("touched", set()).add((inst["entity"], inst["instance"]))
                 g["entity_units"][inst["entity"]] += t["units"]
                 g["time_prefixed"] = g["time_prefixed"] or time_prefixed(t["key"])
     n = max(1, len(instances))
@@ -565,6 +567,7 @@ def key_loads(instances: list[dict[str, Any]], schemas: dict[str, dict], entitie
         if spread is None and "<shard>" in shape:
             spread = 1 + max(int(v.rsplit("#", 1)[1]) for v in g["value_entities"] if v and v.rsplit("#", 1)[-1].isdigit())
         out.append({"kind": kind, "table": table, "index": index, "shape": shape, "units_per_op": g["units"] / n,
+                    "touch_fraction": len(g["touched"]) / n,
                     "shared": any(len(es) > 1 for es in g["value_entities"].values()),
                     # a key of its own per operation: no value touched twice, and a per-operation part in the
                     # shape (a key named only after its merchant, read once here, is still the merchant's key)
@@ -587,13 +590,26 @@ def _key_rate(load: dict[str, Any], rate: float, merchants: int) -> float:
 
 
 def _describe(load: dict[str, Any]) -> str:
+    if _occasional(load):
+        return "a cache miss: at most once per container and RECORD_CACHE_SECONDS for a key"
     where = "shared by every merchant" if load["shared"] else (
         "one per operation" if load["own_key"] and not load["shards"] else "one per merchant or partner")
     return f"{where}, spread over {load['shards']} shards" if load["shards"] else where
 
 
-def model(instances: list[dict[str, Any]], schemas: dict[str, dict], entities: dict[str, str]) -> dict[str, Any]:
-    """Per operation: AWS calls, units, and each limit's share at each rate (one merchant, ``MERCHANTS``)."""
+def _occasional(load: dict[str, Any]) -> bool:
+    """A read most operations do not make: a container's cache miss (records are cached RECORD_CACHE_SECONDS)."""
+    return load["kind"] == "read" and load["touch_fraction"] < 0.5 and not load["shards"] and not (
+        load["own_key"] and not load["shared"])
+
+
+def model(instances: list[dict[str, Any]], schemas: dict[str, dict], entities: dict[str, str],
+          cache_seconds: float = 60.0) -> dict[str, Any]:
+    """Per operation: AWS calls, units, and each limit's share at each rate (one merchant, ``MERCHANTS``).
+
+    A read most operations do not make is a container's cache miss: its rate follows the containers, not the
+    operations. At most one such read per container and ``cache_seconds`` (the template's RECORD_CACHE_SECONDS)
+    for a merchant's key; the containers are the Lambda concurrency the operation needs at that rate."""
     by_op: dict[str, list[dict]] = defaultdict(list)
     for inst in instances:
         by_op[inst["operation"]].append(inst)
@@ -632,9 +648,16 @@ def model(instances: list[dict[str, Any]], schemas: dict[str, dict], entities: d
             for label, merchants in (("one_merchant", 1), (f"{MERCHANTS}_merchants", MERCHANTS)):
                 shares = {}
                 hottest = None
+                concurrency = sum(max(rate * k * ASSUMED_SECONDS.get(fn, ASSUMED_DEFAULT_SECONDS), rate * k / 10)
+                                  for fn, k in invocations.items())
                 for x in loads:
                     limit = WRITE_UNITS_PER_PARTITION if x["kind"] == "write" else READ_UNITS_PER_PARTITION
-                    per_second = _key_rate(x, rate, merchants)
+                    if _occasional(x):
+                        merchant_ops = rate if x["shared"] else rate / merchants
+                        misses = min(concurrency, merchant_ops * cache_seconds) / cache_seconds
+                        per_second = misses * x["units_per_op"] / x["touch_fraction"]
+                    else:
+                        per_second = _key_rate(x, rate, merchants)
                     share = per_second / limit
                     if hottest is None or share > hottest["share"]:
                         hottest = {"kind": x["kind"], "table": x["table"] + (f"/{x['index']}" if x["index"] else ""),
@@ -647,8 +670,6 @@ def model(instances: list[dict[str, Any]], schemas: dict[str, dict], entities: d
                 shares[f"table throughput {busiest[0][1]} ({busiest[0][0]})"] = round(table_share, 4)
                 kms_share = kms * rate / KMS_QUOTA
                 shares["kms request rate"] = round(kms_share, 4)
-                concurrency = sum(max(rate * k * ASSUMED_SECONDS.get(fn, ASSUMED_DEFAULT_SECONDS), rate * k / 10)
-                                  for fn, k in invocations.items())
                 shares["lambda concurrency"] = round(concurrency / LAMBDA_CONCURRENCY_DEFAULT, 4)
                 bottleneck = max(shares.items(), key=lambda kv: kv[1])
                 scenarios[label] = {"hottest_partition": hottest,
@@ -896,8 +917,10 @@ def measure(layer: str, endpoint: str) -> dict[str, Any]:
     with redirect_stdout(io.StringIO()):  # the proxy's structured log lines: not this bench's output
         instances, entities = run_workload(platform, ROUNDS)
     schemas = table_schemas(platform.resources, platform.refs, platform.template.get("Parameters") or {})
+    variables = ((platform.template.get("Globals") or {}).get("Function") or {}).get("Environment", {}).get("Variables", {})
+    cache_seconds = float(variables.get("RECORD_CACHE_SECONDS", 60))
     undelivered = sum(1 for i in instances if not i.get("postbacks_delivered", True))
-    return {"operations": model(instances, schemas, entities),
+    return {"operations": model(instances, schemas, entities, cache_seconds),
             "shards_from_template": {s["logical"]: s["shards"] for s in schemas.values() if s["shards"]},
             "lsi": sorted(f"{s['logical']}/{n}" for s in schemas.values() for n, i in s["indexes"].items()
                           if i["type"] == "LSI"),

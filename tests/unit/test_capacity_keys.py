@@ -109,3 +109,34 @@ def test_the_detector_names_a_time_prefixed_key_and_an_lsi():
     found = _detect(items, lsi=True)
     assert ("time-prefixed key", "ThingsTable", "<time>#x") in found
     assert ("LSI", "ThingsTable/byTime", "") in found
+
+
+def test_the_model_counts_units_by_dynamodbs_rules_and_spreads_by_the_template_shards():
+    """A transactional put of a 1.5 KB item: 2 units, twice; its KEYS_ONLY index entry (keys and 100 bytes): 1
+    unit on the index's constant key. The item's key is spread over the template's ThingsShards default (8)."""
+    from bench.bench_capacity import model
+
+    resources, params = _resources(shards=True)
+    schemas = table_schemas(resources, {"ThingsTable": "things"}, params)
+    instances = []
+    for e, acct in (("0", "acct000001"), ("1", "acct000002")):
+        for n in (1, 2):
+            item = {"pk": {"S": f"{acct}#{n}"}, "sk": {"S": f"tx{e}{n}"}, "q": {"S": "1"}, "at": {"N": "5"},
+                    "blob": {"S": "x" * 1500}}
+            instances.append({"operation": "SALE", "entity": e, "instance": n, "invocations": [("GatewayFunction", 0.01)],
+                              "calls": [{"service": "dynamodb", "operation": "TransactWriteItems", "params": {
+                                  "TransactItems": [{"Put": {"TableName": "things", "Item": item}}]}}]})
+    sale = model(instances, schemas, {"acct000001": "<account>", "acct000002": "<account>"})["SALE"]
+    assert sale["write_units"] == 5.0
+    keys = {(k["table"], k["shape"]): k for k in sale["keys"]}
+    assert keys[("ThingsTable", "<account>#<shard>")]["units_per_op"] == 4.0
+    assert keys[("ThingsTable", "<account>#<shard>")]["shards"] == 8
+    assert keys[("ThingsTable/queue (GSI)", "1")]["key"] == "shared by every merchant"
+    for scenario in ("one_merchant", "10000_merchants"):
+        at = sale["rates"]["2300"][scenario]
+        # the shared index key takes the platform's whole rate: 2,300 units/s, 2.3 times one partition's 1,000
+        assert at["hottest_partition"] == {"kind": "write", "table": "ThingsTable/queue (GSI)", "shape": "1",
+                                           "units_per_second": 2300.0, "share": 2.3}
+        assert at["bottleneck"] == {"limit": "partition ThingsTable/queue (GSI) 1", "share": 2.3}
+        # rate / 10 per unit of concurrency (50 ms assumed would need only 115)
+        assert at["lambda_concurrency"]["needed"] == 230.0
