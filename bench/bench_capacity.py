@@ -491,8 +491,9 @@ _SEPARATORS = re.compile(r"([#@:|/])")
 
 
 def key_shape(value: str | None, entities: dict[str, str], shards: int | None) -> str:
-    """A partition key value's shape: entity ids named, a trailing small number a ``<shard>`` when the table is
-    spread, epoch-like numbers ``<time>``, random-looking tokens ``<id>``; words and constants kept."""
+    """A partition key value's shape: entity ids named, a trailing ``#<small number>`` a ``<shard>`` (below 1,000,
+    or below the table's shard count), epoch-like numbers ``<time>``, random-looking tokens ``<id>``; words and
+    constants kept (a whole key ``"1"`` stays ``1``)."""
     if value is None:
         return "<none>"
     for raw, name in sorted(entities.items(), key=lambda kv: -len(kv[0])):
@@ -506,7 +507,7 @@ def key_shape(value: str | None, entities: dict[str, str], shards: int | None) -
             shaped.append(part)
         elif part.isdigit() and len(part) in (10, 13) and _epoch_like(int(part)):
             shaped.append("<time>")
-        elif part.isdigit() and shards and i == len(parts) - 1 and i > 0 and int(part) < max(shards, 1000):
+        elif part.isdigit() and i == len(parts) - 1 and i > 1 and parts[i - 1] == "#" and int(part) < max(shards or 0, 1000):
             shaped.append("<shard>")
         elif part.isdigit() and len(part) >= 5:
             shaped.append("<n>")
@@ -564,7 +565,8 @@ def key_loads(instances: list[dict[str, Any]], schemas: dict[str, dict], entitie
         per_entity = max((u / g["entity_units"][e] for (e, _v), u in g["by_value"].items() if g["entity_units"][e]),
                          default=1.0)
         spread = g["shards"] if "<shard>" in shape else None
-        if spread is None and "<shard>" in shape:
+        estimated = spread is None and "<shard>" in shape
+        if estimated:  # no template parameter names this table's shards: at least the highest shard seen, plus one
             spread = 1 + max(int(v.rsplit("#", 1)[1]) for v in g["value_entities"] if v and v.rsplit("#", 1)[-1].isdigit())
         out.append({"kind": kind, "table": table, "index": index, "shape": shape, "units_per_op": g["units"] / n,
                     "touch_fraction": len(g["touched"]) / n,
@@ -573,7 +575,8 @@ def key_loads(instances: list[dict[str, Any]], schemas: dict[str, dict], entitie
                     # shape (a key named only after its merchant, read once here, is still the merchant's key)
                     "own_key": all(len(i) == 1 for i in g["value_instances"].values())
                     and any(part in shape for part in ("<id>", "<time>", "<n>")),
-                    "per_entity": per_entity, "shards": spread, "time_prefixed": g["time_prefixed"],
+                    "per_entity": per_entity, "shards": spread, "shards_estimated": estimated,
+                    "time_prefixed": g["time_prefixed"],
                     "entity_bound": "<account>" in shape or "<partner>" in shape})
     return out
 
@@ -640,6 +643,7 @@ def model(instances: list[dict[str, Any]], schemas: dict[str, dict], entities: d
             "keys": sorted(({"kind": x["kind"], "table": x["table"] + (f"/{x['index']}" if x["index"] else ""),
                              "shape": x["shape"], "units_per_op": round(x["units_per_op"], 2),
                              **({"shards": x["shards"]} if x["shards"] else {}),
+                             **({"shards_estimated_from_values_seen": True} if x["shards_estimated"] else {}),
                              "key": _describe(x)}
                             for x in loads), key=lambda k: (k["kind"], -k["units_per_op"])),
             "rates": {}}
