@@ -40,7 +40,9 @@ shard count is the default of the template parameter whose name matches the tabl
   all merchants the platform's whole rate; a read most operations do not make (a container's cache miss) at most
   once per container (the Lambda concurrency below) and ``RECORD_CACHE_SECONDS``;
 * ``table_throughput``: the busiest table's units a second against the on-demand table-level default (40,000);
-* ``kms``: KMS calls a second against the account's symmetric request quota (:data:`KMS_QUOTA`);
+* ``kms``: KMS calls a second against the account's symmetric request quota (:data:`KMS_QUOTA`): the warm
+  operations' own, and a cold container's unwraps (measured in a warm-up round run in emptied containers) at the
+  rate containers miss their key cache (KEY_CACHE_SECONDS; :func:`model`);
 * ``lambda_concurrency``: by Little's law, rate × duration per invocation, and at least rate ÷ 10 per function
   (Lambda serves at most 10 requests a second per unit of concurrency), against the account default (1,000).
   Durations are assumptions (:data:`ASSUMED_SECONDS`, as docs/operators/capacity.md states them): the local
@@ -607,15 +609,22 @@ def _occasional(load: dict[str, Any]) -> bool:
 
 
 def model(instances: list[dict[str, Any]], schemas: dict[str, dict], entities: dict[str, str],
-          cache_seconds: float = 60.0) -> dict[str, Any]:
+          cache_seconds: float = 60.0, key_cache_seconds: float = 300.0) -> dict[str, Any]:
     """Per operation: AWS calls, units, and each limit's share at each rate (one merchant, ``MERCHANTS``).
 
-    A read most operations do not make is a container's cache miss: its rate follows the containers, not the
-    operations. At most one such read per container and ``cache_seconds`` (the template's RECORD_CACHE_SECONDS)
-    for a merchant's key; the containers are the Lambda concurrency the operation needs at that rate."""
+    The figures are of warm operations (instances flagged ``warmup``, run in emptied containers, give only the
+    KMS calls of a cold container). The containers are the Lambda concurrency the operation needs at that rate.
+
+    * A read most operations do not make is a container's cache miss: its rate follows the containers, not the
+      operations. At most one such read per container and ``cache_seconds`` (RECORD_CACHE_SECONDS) for a key.
+    * KMS: a container unwraps a merchant's keys (the cold operation's KMS calls, ``k``) when it has not served
+      that merchant for ``key_cache_seconds`` (KEY_CACHE_SECONDS), and at least once per that time: the larger
+      of rate · k · e^(−λ·T/N) (λ a container's requests a second, N the merchants, as
+      docs/operators/capacity.md) and containers · k / T, plus the warm operations' own KMS calls."""
     by_op: dict[str, list[dict]] = defaultdict(list)
+    cold: dict[str, list[dict]] = defaultdict(list)
     for inst in instances:
-        by_op[inst["operation"]].append(inst)
+        (cold if inst.get("warmup") else by_op)[inst["operation"]].append(inst)
     result: dict[str, Any] = {}
     for op, insts in by_op.items():
         n = len(insts)
@@ -635,7 +644,10 @@ def model(instances: list[dict[str, Any]], schemas: dict[str, dict], entities: d
         for x in loads:
             per_table[(x["kind"], x["table"])] += x["units_per_op"]
         kms = sum(v for k, v in calls.items() if k.startswith("kms."))
+        cold_kms = (sum(1 for i in cold[op] for c in i["calls"] if c["service"] == "kms") / len(cold[op])
+                    if cold[op] else 0.0)
         entry: dict[str, Any] = {
+            "kms_calls_cold_container": round(cold_kms, 2),
             "aws_calls": {k: round(v, 2) for k, v in sorted(calls.items())},
             "lambda_invocations": {k: round(v, 2) for k, v in sorted(invocations.items())},
             "local_ms_per_invocation": {k: round(1000 * sum(v) / len(v), 1) for k, v in sorted(durations.items())},
@@ -672,7 +684,12 @@ def model(instances: list[dict[str, Any]], schemas: dict[str, dict], entities: d
                 busiest = max(per_table.items(), key=lambda kv: kv[1], default=(("write", "-"), 0.0))
                 table_share = busiest[1] * rate / TABLE_UNITS_DEFAULT
                 shares[f"table throughput {busiest[0][1]} ({busiest[0][0]})"] = round(table_share, 4)
-                kms_share = kms * rate / KMS_QUOTA
+                requests = rate * sum(invocations.values())
+                per_container = requests / concurrency if concurrency else 0.0
+                key_misses = max(rate * math.exp(-per_container * key_cache_seconds / merchants),
+                                 concurrency / key_cache_seconds)
+                kms_per_second = kms * rate + cold_kms * key_misses
+                kms_share = kms_per_second / KMS_QUOTA
                 shares["kms request rate"] = round(kms_share, 4)
                 shares["lambda concurrency"] = round(concurrency / LAMBDA_CONCURRENCY_DEFAULT, 4)
                 bottleneck = max(shares.items(), key=lambda kv: kv[1])
@@ -680,7 +697,7 @@ def model(instances: list[dict[str, Any]], schemas: dict[str, dict], entities: d
                                     "table_throughput": {"table": busiest[0][1], "kind": busiest[0][0],
                                                          "units_per_second": round(busiest[1] * rate, 1),
                                                          "share_of_40000": round(table_share, 4)},
-                                    "kms": {"calls_per_second": round(kms * rate, 1), "quota": KMS_QUOTA,
+                                    "kms": {"calls_per_second": round(kms_per_second, 1), "quota": KMS_QUOTA,
                                             "share": round(kms_share, 4)},
                                     "lambda_concurrency": {"needed": round(concurrency, 1),
                                                            "account_default": LAMBDA_CONCURRENCY_DEFAULT,
@@ -710,7 +727,8 @@ def key_findings(instances: list[dict[str, Any]], schemas: dict[str, dict], enti
                 found[("LSI", f"{logical}/{index['IndexName']}", "")].append("template")
     by_op: dict[str, list[dict]] = defaultdict(list)
     for inst in instances:
-        by_op[inst["operation"]].append(inst)
+        if not inst.get("warmup"):
+            by_op[inst["operation"]].append(inst)
     for op, insts in sorted(by_op.items()):
         for x in key_loads(insts, schemas, entities):
             if x["kind"] != "write" or x["shards"]:
@@ -844,9 +862,11 @@ def run_workload(platform: Any, rounds: int, batch_items: int = BATCH_ITEMS,
             platform.start_pollers()
             recorder = Recorder(platform, raw)
             with recorder:
-                for n in range(rounds + 1):
+                # round 0: each operation in emptied containers (a cold container's KMS calls); then a round that
+                # only warms the caches again; then the measured rounds
+                for n, mode in [(0, "cold"), (0, "warm")] + [(n, "measure") for n in range(1, rounds + 1)]:
                     for who in (0, 1):
-                        _round(work, recorder, receiver, who, n, batch_items, operations, record=n > 0)
+                        _round(work, recorder, receiver, who, n, batch_items, operations, mode)
             return recorder.done, work.entities
     finally:
         platform.stop()
@@ -854,20 +874,27 @@ def run_workload(platform: Any, rounds: int, batch_items: int = BATCH_ITEMS,
 
 
 def _round(work: Workload, recorder: Recorder, receiver: Any, who: int, n: int, batch_items: int,
-           operations: tuple[str, ...], record: bool) -> None:
+           operations: tuple[str, ...], mode: str) -> None:
     entity = f"{who}"
 
     def measured(operation: str, run: Callable[[], Any], postbacks: int = 0) -> Any:
         if operation not in operations:
             return None
         expected = receiver.count("/hook") + postbacks
-        if record:
+        if mode == "cold":
+            # Each operation in containers whose caches are empty: its KMS calls then are a cold container's (for
+            # the model of cache misses); the figures are of the measured rounds.
+            from vaultcore.cache import reset_container_caches
+
+            reset_container_caches()
+        if mode != "warm":
             recorder.start(operation, entity, n)
         out = run()
         delivered = recorder.wait_idle(lambda: receiver.count("/hook") >= expected)
-        if record:
+        if mode != "warm":
             recorder.finish()
             recorder.done[-1]["postbacks_delivered"] = delivered
+            recorder.done[-1]["warmup"] = mode == "cold"
         return out
 
     measured("SALE", lambda: work.keyed(who, "SALE", "10.00"), postbacks=1)
@@ -923,8 +950,9 @@ def measure(layer: str, endpoint: str) -> dict[str, Any]:
     schemas = table_schemas(platform.resources, platform.refs, platform.template.get("Parameters") or {})
     variables = ((platform.template.get("Globals") or {}).get("Function") or {}).get("Environment", {}).get("Variables", {})
     cache_seconds = float(variables.get("RECORD_CACHE_SECONDS", 60))
-    undelivered = sum(1 for i in instances if not i.get("postbacks_delivered", True))
-    return {"operations": model(instances, schemas, entities, cache_seconds),
+    key_cache_seconds = float(variables.get("KEY_CACHE_SECONDS", 300))
+    undelivered = sum(1 for i in instances if not i.get("postbacks_delivered", True) and not i.get("warmup"))
+    return {"operations": model(instances, schemas, entities, cache_seconds, key_cache_seconds),
             "shards_from_template": {s["logical"]: s["shards"] for s in schemas.values() if s["shards"]},
             "lsi": sorted(f"{s['logical']}/{n}" for s in schemas.values() for n, i in s["indexes"].items()
                           if i["type"] == "LSI"),
@@ -960,8 +988,8 @@ def main() -> dict:
     result = {"bench_capacity": figures, "previous_commit": PREVIOUS_COMMIT, "rounds": ROUNDS,
               "batch_items": BATCH_ITEMS, "rates": list(RATES), "merchants": MERCHANTS,
               "assumed_seconds_per_invocation": {**ASSUMED_SECONDS, "default": ASSUMED_DEFAULT_SECONDS},
-              "note": "warm containers: KMS calls of cold containers and expired key caches are not in the figures "
-                      "(docs/operators/capacity.md models them); units per operation are averages over rounds"}
+              "note": "units and calls per operation: warm containers, averages over rounds; the KMS rate adds a cold "
+                      "container's unwraps (kms_calls_cold_container) at the model's cache-miss rate"}
     print(json.dumps(result, indent=2))
     return result
 
