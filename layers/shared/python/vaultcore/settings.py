@@ -33,6 +33,11 @@ class Settings:
     # refuse every attempt on the credential until the window ends
     auth_failure_limit: int = 20
     auth_failure_window_seconds: int = 300
+    # Partition spread (vaultcore.store.spread; template parameters AuditShards, ProxyLogShards, NonceShards): the
+    # number of partition key values one partner's items are written under. Raise only, never lower.
+    audit_shards: int = 32
+    proxy_log_shards: int = 32
+    nonce_shards: int = 64
 
     @property
     def is_cert(self) -> bool:
@@ -69,6 +74,9 @@ def settings() -> Settings:
         audit_table=env.get("AUDIT_TABLE", "Audit"),
         auth_failure_limit=int(env.get("AUTH_FAILURE_LIMIT", "20")),
         auth_failure_window_seconds=int(env.get("AUTH_FAILURE_WINDOW_SECONDS", "300")),
+        audit_shards=max(1, int(env.get("AUDIT_SHARDS", "32"))),
+        proxy_log_shards=max(1, int(env.get("PROXY_LOG_SHARDS", "32"))),
+        nonce_shards=max(1, int(env.get("NONCE_SHARDS", "64"))),
     )
 
 

@@ -8,7 +8,10 @@ On the request path, :func:`emit` writes the already-masked entry as one JSON li
 :func:`ship` writes them with BatchWriteItem, retrying unprocessed items; a batch it cannot store fails the
 invocation, so Lambda retries the asynchronous delivery and then sends it to the shipper's dead-letter queue.
 Writes are idempotent (the item key is the entry's partnerId and logId): a redelivered batch stores nothing
-twice.
+twice. The stored ``partnerId`` is spread (:mod:`vaultcore.store.spread`): ``<partner>#<shard>``, the shard from
+a hash of the ``logId`` (``PROXY_LOG_SHARDS``, template parameter ``ProxyLogShards``), so one busy partner's
+entries, whose ``logId`` starts with the time, do not all land on one partition; the line on stdout keeps the
+partner's own id, and :func:`vaultcore.proxy.logs.list_logs` answers it.
 
 A line is at most 256 KiB (CloudWatch Logs' event limit): logged bodies are cut to 32 KiB each
 (:data:`vaultcore.proxy.logs.MAX_LOGGED_BODY`), and an entry that would still be larger is stored without its
@@ -32,6 +35,7 @@ from typing import Any
 from vaultcore.settings import settings
 from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import aws_errors, to_item
+from vaultcore.store.spread import spread_value
 
 __all__ = ["MARKER", "emit", "ship", "add_listener", "remove_listener", "decode_subscription_event",
            "MAX_LINE_BYTES"]
@@ -95,8 +99,13 @@ def ship(event: dict[str, Any], _context: Any = None) -> dict[str, int]:
     """ProxyLogShipperFunction: store every item of one subscription delivery (BatchWriteItem, 25 a call)."""
     items = decode_subscription_event(event)
     table = settings().proxy_logs_table
-    unique = {(i.get("partnerId"), i.get("logId")): i for i in items if i.get("partnerId") and i.get("logId")}
-    requests = [{"PutRequest": {"Item": to_item(item)}} for item in unique.values()]
+    shards = settings().proxy_log_shards
+    unique = {(i["partnerId"], i["logId"]): i for i in items
+              if isinstance(i.get("partnerId"), str) and isinstance(i.get("logId"), str) and i["partnerId"]
+              and i["logId"]}
+    # The shard comes from the logId alone: a redelivered line lands on the same key (still idempotent).
+    requests = [{"PutRequest": {"Item": to_item({**item, "partnerId": spread_value(pid, lid, shards)})}}
+                for (pid, lid), item in unique.items()]
     for start in range(0, len(requests), 25):
         pending = {table: requests[start:start + 25]}
         for attempt in range(6):

@@ -43,7 +43,8 @@ from vaultcore.logs import get_logger
 from vaultcore.proxy.transform import xml_escape
 from vaultcore.settings import settings
 from vaultcore.store.aws import dynamodb
-from vaultcore.store.ddb import aws_errors, from_item, to_item
+from vaultcore.store.ddb import aws_errors
+from vaultcore.store.spread import merged_query, owns_partition, partitions
 
 if TYPE_CHECKING:
     from vaultcore.proxy.config import MaskSpec
@@ -301,54 +302,50 @@ def _encode_token(key: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode().rstrip("=")
 
 
-def _decode_token(token: str, partner_id: str) -> dict[str, Any]:
+def _decode_token(token: str, partner_id: str) -> tuple[str, str]:
+    """The cursor ``(logId, partition value)`` of a token; tokens of the unsharded version (the legacy
+    partition's value) are accepted as they are."""
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
         key = json.loads(raw)
     except (binascii.Error, ValueError, UnicodeDecodeError):
         raise ValidationError("nextToken is not valid.", code=400) from None
-    if (not isinstance(key, dict) or set(key) != {"partnerId", "logId"} or key["partnerId"] != partner_id
-            or not isinstance(key["logId"], str)):
+    if (not isinstance(key, dict) or set(key) != {"partnerId", "logId"}
+            or not owns_partition(partner_id, key["partnerId"]) or not isinstance(key["logId"], str)):
         raise ValidationError("nextToken is not valid.", code=400)
-    return key
+    return key["logId"], key["partnerId"]
 
 
 def list_logs(partner_id: str, *, config_ref: str | None = None, limit: int = 25,
               next_token: str | None = None) -> dict[str, Any]:
-    """A page of the partner's exchanges, newest first; ``nextToken`` when more may follow."""
+    """A page of the partner's exchanges, newest first; ``nextToken`` when more may follow.
+
+    The entries are spread over ``PROXY_LOG_SHARDS`` partitions (:mod:`vaultcore.proxy.log_shipping` writes
+    them); this reads the legacy partition (entries stored before the spread) and every shard, merged newest
+    first, and answers each entry with its partner's id as ``partnerId``, as before.
+    """
     if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
         raise ValidationError(f"limit must be an integer from 1 to {MAX_PAGE}.", code=400)
-    now = int(clock.now())
-    names = {"#p": "partnerId", "#e": "expiresAt"}
-    values: dict[str, Any] = {":p": partner_id, ":now": now}
+    cursor = _decode_token(next_token, partner_id) if next_token else None
+    names = {"#e": "expiresAt"}
+    values: dict[str, Any] = {":now": int(clock.now())}
     filters = "#e > :now"
     if config_ref:
         names["#c"] = "configReferenceID"
         values[":c"] = config_ref
         filters += " AND #c = :c"
-    kwargs: dict[str, Any] = {
-        "TableName": settings().proxy_logs_table, "KeyConditionExpression": "#p = :p",
-        "FilterExpression": filters, "ExpressionAttributeNames": names,
-        "ExpressionAttributeValues": to_item(values), "ScanIndexForward": False,
-    }
-    if next_token:
-        kwargs["ExclusiveStartKey"] = to_item(_decode_token(next_token, partner_id))
+    partition_values = partitions(partner_id, settings().proxy_log_shards)
+    with aws_errors("proxy log query"):
+        items, next_cursor = merged_query(
+            dynamodb().query, table=settings().proxy_logs_table, partition_attr="partnerId", sort_attr="logId",
+            partition_values=partition_values, limit=limit, cursor=cursor, filter_expression=filters,
+            names=names, values=values, max_queries=len(partition_values) + 20)
     logs: list[dict[str, Any]] = []
-    last_key = None
-    for _ in range(20):  # each page reads at most `limit` items; a sparse filter needs a few pages
-        kwargs["Limit"] = limit - len(logs)
-        with aws_errors("proxy log query"):
-            out = dynamodb().query(**kwargs)
-        for raw in out.get("Items", []):
-            item = from_item(raw) or {}
-            item.pop("expiresAt", None)
-            logs.append(item)
-        last_key = out.get("LastEvaluatedKey")
-        if last_key is None or len(logs) >= limit:
-            break
-        kwargs["ExclusiveStartKey"] = last_key
+    for item in items:
+        item.pop("expiresAt", None)
+        item["partnerId"] = partner_id  # the stored value carries the shard
+        logs.append(item)
     result: dict[str, Any] = {"logs": logs}
-    if last_key is not None:
-        key = from_item(last_key) or {}
-        result["nextToken"] = _encode_token({"partnerId": key.get("partnerId"), "logId": key.get("logId")})
+    if next_cursor is not None:
+        result["nextToken"] = _encode_token({"partnerId": next_cursor[1], "logId": next_cursor[0]})
     return result

@@ -12,6 +12,12 @@ months (Tokens items live an hour, Registry items forever), read only by the man
 that write them get ``PutItem``/``BatchWriteItem`` on this table only (no read, no delete), while the management
 function gets ``Query`` only: least privilege that a shared table could not express (IAM conditions on key
 prefixes would be needed on both sides).
+
+Partition spread (:mod:`vaultcore.store.spread`): the sort key starts with the time, so keyed by the partner
+alone every record of a partner landed on one partition (a 1,000-item batch detokenization wrote 1,000 records
+there). A record is written under ``partnerId = <partner>#<shard>``, the shard from a hash of its ``auditId``
+(``AUDIT_SHARDS`` shards, template parameter ``AuditShards``); records written before that stay under
+``<partner>``. :func:`list_records` reads the legacy partition and every shard and merges them newest first.
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ from vaultcore import clock
 from vaultcore.errors import DependencyError, ValidationError
 from vaultcore.settings import settings
 from vaultcore.store.aws import dynamodb
-from vaultcore.store.ddb import aws_errors, from_item, to_item
+from vaultcore.store.ddb import aws_errors, to_item
+from vaultcore.store.spread import merged_query, owns_partition, partitions, spread_value
 
 __all__ = ["RETENTION_SECONDS", "MAX_PAGE", "write_records", "list_records"]
 
@@ -51,9 +58,13 @@ def write_records(partner_id: str, entries: list[tuple[str, list[str]]], *, oper
     now_ms = int(clock.now() * 1000)
     rid = (request_id or secrets.token_hex(8))[:64]
     expires_at = now_ms // 1000 + RETENTION_SECONDS
-    items = [{"partnerId": partner_id, "auditId": f"{now_ms:013d}#{rid}#{i:04d}", "bfid": bfid,
-              "fields": list(fields), "operation": operation, "at": now_ms, "sourceIp": source_ip or "",
-              "expiresAt": expires_at} for i, (bfid, fields) in enumerate(entries)]
+    shards = settings().audit_shards
+    items = []
+    for i, (bfid, fields) in enumerate(entries):
+        audit_id = f"{now_ms:013d}#{rid}#{i:04d}"
+        items.append({"partnerId": spread_value(partner_id, audit_id, shards), "auditId": audit_id, "bfid": bfid,
+                      "fields": list(fields), "operation": operation, "at": now_ms, "sourceIp": source_ip or "",
+                      "expiresAt": expires_at})
     table = _table()
     if len(items) == 1:
         with aws_errors("audit write"):
@@ -75,15 +86,17 @@ def _encode_token(key: dict[str, Any]) -> str:
     return base64.urlsafe_b64encode(json.dumps(key, separators=(",", ":")).encode()).decode().rstrip("=")
 
 
-def _decode_token(token: str, partner_id: str) -> dict[str, Any]:
+def _decode_token(token: str, partner_id: str) -> tuple[str, str]:
+    """The cursor ``(auditId, partition value)`` of a token; tokens of the unsharded version (the legacy
+    partition's value) are accepted as they are."""
     try:
         key = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
     except (binascii.Error, ValueError, UnicodeDecodeError):
         raise ValidationError("nextToken is not valid.", code=400) from None
-    if (not isinstance(key, dict) or set(key) != {"partnerId", "auditId"} or key["partnerId"] != partner_id
-            or not isinstance(key["auditId"], str)):
+    if (not isinstance(key, dict) or set(key) != {"partnerId", "auditId"}
+            or not owns_partition(partner_id, key["partnerId"]) or not isinstance(key["auditId"], str)):
         raise ValidationError("nextToken is not valid.", code=400)
-    return key
+    return key["auditId"], key["partnerId"]
 
 
 def list_records(partner_id: str, *, limit: int = 25, next_token: str | None = None,
@@ -91,38 +104,29 @@ def list_records(partner_id: str, *, limit: int = 25, next_token: str | None = N
     """A page of the partner's detokenization records, newest first; ``nextToken`` when more may follow.
 
     ``bfid`` keeps only that bfid's records. Records past their ``expiresAt`` are left out (TTL deletes late).
+    One Query per partition (the legacy one and each shard) at least, more for a sparse filter (at most 20 more,
+    then a short page with a ``nextToken``, as before the spread).
     """
     if not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
         raise ValidationError(f"limit must be an integer from 1 to {MAX_PAGE}.", code=400)
-    names = {"#p": "partnerId", "#e": "expiresAt"}
-    values: dict[str, Any] = {":p": partner_id, ":now": int(clock.now())}
+    cursor = _decode_token(next_token, partner_id) if next_token else None
+    names = {"#e": "expiresAt"}
+    values: dict[str, Any] = {":now": int(clock.now())}
     filters = "#e > :now"
     if bfid:
         names["#b"] = "bfid"
         values[":b"] = bfid
         filters += " AND #b = :b"
-    kwargs: dict[str, Any] = {"TableName": _table(), "KeyConditionExpression": "#p = :p",
-                              "FilterExpression": filters, "ExpressionAttributeNames": names,
-                              "ExpressionAttributeValues": to_item(values), "ScanIndexForward": False}
-    if next_token:
-        kwargs["ExclusiveStartKey"] = to_item(_decode_token(next_token, partner_id))
-    records: list[dict[str, Any]] = []
-    last_key = None
-    for _ in range(20):  # a sparse filter (bfid) may need a few pages
-        kwargs["Limit"] = limit - len(records)
-        with aws_errors("audit query"):
-            out = dynamodb().query(**kwargs)
-        for raw in out.get("Items", []):
-            item = from_item(raw) or {}
-            records.append({"auditId": item.get("auditId"), "bfid": item.get("bfid"),
-                            "fields": list(item.get("fields") or []), "operation": item.get("operation"),
-                            "at": int(item.get("at") or 0), "sourceIp": item.get("sourceIp") or ""})
-        last_key = out.get("LastEvaluatedKey")
-        if last_key is None or len(records) >= limit:
-            break
-        kwargs["ExclusiveStartKey"] = last_key
+    partition_values = partitions(partner_id, settings().audit_shards)
+    with aws_errors("audit query"):
+        items, next_cursor = merged_query(
+            dynamodb().query, table=_table(), partition_attr="partnerId", sort_attr="auditId",
+            partition_values=partition_values, limit=limit, cursor=cursor, filter_expression=filters,
+            names=names, values=values, max_queries=len(partition_values) + 20)
+    records = [{"auditId": item.get("auditId"), "bfid": item.get("bfid"), "fields": list(item.get("fields") or []),
+                "operation": item.get("operation"), "at": int(item.get("at") or 0),
+                "sourceIp": item.get("sourceIp") or ""} for item in items]
     result: dict[str, Any] = {"partnerId": partner_id, "records": records}
-    if last_key is not None:
-        key = from_item(last_key) or {}
-        result["nextToken"] = _encode_token({"partnerId": key.get("partnerId"), "auditId": key.get("auditId")})
+    if next_cursor is not None:
+        result["nextToken"] = _encode_token({"partnerId": next_cursor[1], "auditId": next_cursor[0]})
     return result
