@@ -999,8 +999,7 @@ def store_for_account(account: accounts.Account, variables: dict[str, str]) -> d
     payment = _plain_payment(req)
     check_payment(payment, req, now=now)
     _check_type_allowed(account, req)
-    response, item, _, message = _store(account, req, payment, processor.new_transaction_id(), uuid.uuid4().hex, now)
-    if message is not None and not postbacks.send(message):
-        _log.warning("postback left in the outbox", extra={"transaction_id": item["transaction_id"],
-                                                           "account_id": account.account_id})
+    # the postback's delivery item is written with the record; the Deliveries stream relay queues it
+    response, _item, _, _message = _store(account, req, payment, processor.new_transaction_id(), uuid.uuid4().hex,
+                                          now)
     return response
