@@ -57,3 +57,34 @@ class SteppingClock:
 
     def advance(self, seconds: float) -> None:
         self.now += seconds
+
+
+def readable_items(value: Any) -> Any:
+    """DynamoDB items (as boto3 answers them) made JSON-safe for scans for card data: a binary attribute (the
+    postback's delivery message is stored deflated) is inflated to its text, so what it holds is scanned too;
+    other binary values become base64. Without this a scan either fails on ``bytes`` or misses what they hold."""
+    import base64
+    import zlib
+
+    def text(raw: bytes) -> str:
+        try:
+            return zlib.decompress(raw).decode("utf-8", "replace")
+        except zlib.error:
+            return base64.b64encode(raw).decode()
+
+    if isinstance(value, bytes | bytearray):
+        return text(bytes(value))
+    if isinstance(value, dict):
+        return {k: readable_items(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set):
+        return [readable_items(v) for v in value]
+    return value
+
+
+def table_dump(ddb: Any) -> str:
+    """Every item of every table of ``ddb`` (a boto3 DynamoDB client) as one JSON text (:func:`readable_items`)."""
+    items = []
+    for table in ddb.list_tables()["TableNames"]:
+        for page in ddb.get_paginator("scan").paginate(TableName=table):
+            items.extend(page["Items"])
+    return json.dumps(readable_items(items))

@@ -10,6 +10,7 @@ import time
 import boto3
 import pytest
 
+from tests.helpers import table_dump
 from tests.qsapi_client import QsapiClient
 
 VISA = "4242424242424242"
@@ -118,7 +119,7 @@ def test_zz_no_card_number_or_track_is_stored_or_logged(runner):
     time.sleep(0.5)  # the last log lines
     ddb = boto3.client("dynamodb", region_name="us-east-1", endpoint_url=runner.demo["awsEndpoint"],
                        aws_access_key_id="testing", aws_secret_access_key="testing")
-    dump = json.dumps([ddb.scan(TableName=t)["Items"] for t in ddb.list_tables()["TableNames"]])
+    dump = table_dump(ddb)  # deflated postback messages inflated: scanned too
     for secret in (VISA, "4242424242424241", "000123456789", "30121010000000000000", "DOE/JANE", "4761739001010010",
                    "SMITH/JOHN"):
         assert secret not in dump
