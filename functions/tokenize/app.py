@@ -1,5 +1,6 @@
 """The tokenization API of the secure API: POST /api/tokenization/tokenize, /detokenize, /read, /delete,
-/batch/tokenize, /batch/detokenize, POST /api/template/validate, GET /api/healthcheck/tokenize and /detokenize.
+/batch/tokenize, /batch/detokenize, /batch/read, /batch/delete, POST /api/template/validate, GET
+/api/healthcheck/tokenize and /detokenize.
 Wiring only; the logic is vaultcore.tokens.api (tokenize, the dispatch by resource) and vaultcore.tokens.endpoints.
 """
 

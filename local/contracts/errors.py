@@ -92,7 +92,8 @@ TOKEN_CODES: dict[int, tuple[str, bool]] = {
            False),
     3041: ("The template's `accessMode` does not allow detokenization (its latest version decides) (HTTP 403).",
            False),
-    3042: ("Batch: `items` missing, empty, not an array, or more than 1,000 items (HTTP 400).", False),
+    3042: ("Batch: `batches` (or `items`) missing, empty, not an array, or more than 1,000 entries (HTTP 400).",
+           False),
     3043: ("Batch item: not an object, or its `reference` is not a string of at most 50 characters (in the "
            "item's entry).", False),
     3044: ("Batch item: not processed, the request's work budget (5 s) ran out; send it again (in the item's "

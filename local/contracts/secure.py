@@ -47,6 +47,10 @@ def secure_schemas(table: dict[int, str]) -> dict[str, Any]:
             "reference": text(description="The request's `reference`, echoed when it was sent.",
                               maxLength=MAX_REFERENCE_LENGTH),
             "messageId": MESSAGE_ID,
+            "itemIndex": {"type": "integer", "minimum": 0,
+                          "description": "A batch in the original's `batches` form: the entry that failed it."},
+            "itemReference": text(description="That entry's `reference`, when it sent a valid one.",
+                                  maxLength=MAX_REFERENCE_LENGTH),
         }, ("success", "errCode", "errMessage"),
             description="Every error of the secure API and parser. Request-validation errors (400 before the "
                         "request ran) carry no `messageId`."),
@@ -115,25 +119,60 @@ def _tokenize_schemas() -> dict[str, Any]:
             "values": {"type": "array", "items": value, "description": "Matched by `name` (order not guaranteed)."},
         }, ("success", "messageId", "bfid", "values")),
         "DeleteResponse": obj({"success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
-                               "bfid": BFID_TEXT, "deleted": {"const": True}},
-                              ("success", "messageId", "bfid", "deleted")),
+                               "bfid": BFID_TEXT, "deleted": {"const": True},
+                               "values": {"type": "array", "items": value,
+                                          "description": "Query and delete: the tokens still kept for `read` under "
+                                                         "the bfid (tokenize with `omit`), read just before the "
+                                                         "deletion; empty otherwise."}},
+                              ("success", "messageId", "bfid", "deleted", "values")),
         "BatchTokenizeRequest": obj({
             "reference": REFERENCE,
+            "templateRef": text(_TEMPLATE_REF, "The template of every entry that names none."),
+            "batches": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH_ITEMS,
+                        "items": ref("BatchTokenizeEntry"),
+                        "description": f"The original's form: 1 to {MAX_BATCH_ITEMS} entries (3042), each "
+                                       "tokenized under a new bfid. Wins over `items` when both are sent."},
             "items": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH_ITEMS,
-                      "items": obj({"reference": REFERENCE, "templateRef": text(_TEMPLATE_REF),
-                                    "values": {"type": "array", "items": ref("TokenValue"), "minItems": 1,
-                                               "maxItems": MAX_VALUES}}, ("templateRef", "values"), closed=False),
-                      "description": f"1 to {MAX_BATCH_ITEMS} items (3042), each tokenized on its own under a new "
-                                     "bfid; tokens of a batch are not kept for the read steps."},
-        }, ("items",), closed=False),
+                      "items": ref("BatchTokenizeEntry"),
+                      "description": f"Our form: 1 to {MAX_BATCH_ITEMS} items (3042), each tokenized on its own "
+                                     "under a new bfid and answered on its own."},
+            "omit": {"type": "boolean", "default": False, "description": "As for `tokenize` (`?omit=1`)."},
+        }, (), closed=False, description="`batches` (the original's form) or `items` (ours); neither: 3042."),
+        "BatchTokenizeEntry": obj({"reference": REFERENCE,
+                                   "templateRef": text(_TEMPLATE_REF, "Wins over the body's `templateRef`."),
+                                   "values": {"type": "array", "items": ref("TokenValue"), "minItems": 1,
+                                              "maxItems": MAX_VALUES}}, ("values",), closed=False),
         "BatchDetokenizeRequest": obj({
             "reference": REFERENCE,
+            "batches": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH_ITEMS,
+                        "items": ref("BatchDetokenizeEntry"),
+                        "description": f"The original's form: 1 to {MAX_BATCH_ITEMS} entries (3042). Wins over "
+                                       "`items` when both are sent."},
             "items": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH_ITEMS,
-                      "items": obj({"reference": REFERENCE, "bfid": BFID_TEXT,
-                                    "values": {"type": "array", "items": ref("TokenValue"), "minItems": 1,
-                                               "maxItems": MAX_VALUES}}, ("bfid", "values"), closed=False),
-                      "description": f"1 to {MAX_BATCH_ITEMS} items (3042)."},
-        }, ("items",), closed=False),
+                      "items": ref("BatchDetokenizeEntry"),
+                      "description": f"Our form: 1 to {MAX_BATCH_ITEMS} items (3042), answered on their own."},
+        }, (), closed=False, description="`batches` (the original's form) or `items` (ours); neither: 3042."),
+        "BatchDetokenizeEntry": obj({"reference": REFERENCE, "bfid": BFID_TEXT,
+                                     "values": {"type": "array", "items": ref("TokenValue"), "minItems": 1,
+                                                "maxItems": MAX_VALUES}}, ("bfid", "values"), closed=False),
+        "BfidBatchRequest": obj({
+            "reference": REFERENCE,
+            "batches": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH_ITEMS,
+                        "items": obj({"reference": REFERENCE, "bfid": BFID_TEXT}, ("bfid",), closed=False),
+                        "description": f"1 to {MAX_BATCH_ITEMS} entries (3042)."},
+        }, ("batches",), closed=False),
+        "BatchesEntry": obj({
+            "reference": REFERENCE, "bfid": BFID_TEXT,
+            "values": {"type": "array", "items": value,
+                       "description": "Tokens (tokenize, read, delete) or clear values (detokenize); absent with "
+                                      "`omit=1`, and in a failed `batch/read` or `batch/delete` entry."},
+            "itemIndex": {"type": "integer", "minimum": 0, "description": "A failed read or delete entry."},
+            "errCode": ref("ErrorCode"), "errMessage": {"type": "string"},
+        }, (), closed=False),
+        "BatchesResponse": obj({
+            "success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
+            "batches": {"type": "array", "items": ref("BatchesEntry"), "description": "One per entry, in order."},
+        }, ("success", "messageId", "batches"), description="The answer to a batch in the original's form."),
         # the two kinds of item are named schemas: inline, openapi-python-client (0.29) named both of their
         # `values` item models alike and dropped the result
         "BatchItemResult": obj({"itemIndex": {"type": "integer", "minimum": 0}, "itemReference": nullable(REFERENCE),
@@ -314,26 +353,40 @@ def build() -> dict[str, Any]:
                       "409": response("Read already (3018).", ref("SecureError"))}}}
     paths["/api/tokenization/delete"] = {"post": {
         "operationId": "deleteBfid", **signed, "summary": "Delete a bfid (revocation)",
-        "description": "Idempotent. Afterwards no token under the bfid (or any extension of it) detokenizes or "
+        "description": "Idempotent. Answers the tokens still kept for `read` under the bfid (query and delete; "
+                       "none otherwise). Afterwards no token under the bfid (or any extension of it) detokenizes or "
                        "reads again, anywhere (3017; proxy and gateway too): within 1 s in every container.",
         "requestBody": body(ref("BfidRequest")),
         "responses": {"200": response("Deleted.", ref("DeleteResponse")), **error_responses(400, 401, 500)}}}
-    batch_text = (f"Up to {MAX_BATCH_ITEMS} items (3042), each with its own `reference`; one signature covers the "
-                  "whole batch. Each item succeeds or fails on its own: its entry carries `itemIndex` and "
-                  "`itemReference`, and `errCode`/`errMessage` when it failed. Work is bounded: items are processed "
-                  f"within {BATCH_BUDGET_SECONDS:g} s of work; the rest answer 3044.")
+    batch_text = (f"Two forms, up to {MAX_BATCH_ITEMS} entries (3042); one signature covers the whole batch. The "
+                  "original's `batches` answers `batches`, or the error of its first failed entry (`itemIndex`, "
+                  "`itemReference`). Our `items` answers each item on its own: its entry carries `itemIndex` and "
+                  "`itemReference`, and `errCode`/`errMessage` when it failed. Work is bounded: entries are "
+                  f"processed within {BATCH_BUDGET_SECONDS:g} s of work; the rest answer 3044.")
+    either = {"oneOf": [ref("BatchesResponse"), ref("BatchResponse")]}
     paths["/api/tokenization/batch/tokenize"] = {"post": {
         "operationId": "batchTokenize", **signed, "summary": "Tokenize many items",
-        "description": batch_text + " Batch tokens are not kept for the read steps.",
+        "description": batch_text + " Tokens are kept for `read` only with `omit`, as for `tokenize`.",
+        "parameters": [paths["/api/tokenization/tokenize"]["post"]["parameters"][0]],
         "requestBody": body(ref("BatchTokenizeRequest")),
-        "responses": {"200": response("One entry per item.", ref("BatchResponse")), **error_responses(400, 401, 500)}}}
+        "responses": {"200": response("One entry per item.", either), **error_responses(400, 401, 500)}}}
     paths["/api/tokenization/batch/detokenize"] = {"post": {
         "operationId": "batchDetokenize", **signed, "summary": "Detokenize many items",
         "description": batch_text + " Needs the detokenize permission (3040 for the whole request); each item's "
                                     "template its accessMode (3041 in the item); one audit record per item.",
         "requestBody": body(ref("BatchDetokenizeRequest")),
-        "responses": {"200": response("One entry per item.", ref("BatchResponse")), **error_responses(400, 401, 500),
+        "responses": {"200": response("One entry per item.", either), **error_responses(400, 401, 500),
                       "403": response("Not permitted (3040).", ref("SecureError"))}}}
+    for kind, summary, what in (("read", "Read the tokens kept for many bfids, once each", "`read`"),
+                                ("delete", "Delete many bfids, answering their kept tokens", "`delete`")):
+        paths[f"/api/tokenization/batch/{kind}"] = {"post": {
+            "operationId": f"batch{kind.capitalize()}", **signed, "summary": summary,
+            "description": f"{what} of each entry, in order. Its effect is for good, so a failed entry does not "
+                           "fail the others: it carries `itemIndex`, `errCode` and `errMessage` instead of `values`.",
+            **({"parameters": paths["/api/tokenization/read"]["post"]["parameters"]} if kind == "read" else {}),
+            "requestBody": body(ref("BfidBatchRequest")),
+            "responses": {"200": response("One entry per bfid.", ref("BatchesResponse")),
+                          **error_responses(400, 401, 500)}}}
     paths["/api/template/validate"] = {"post": {
         "operationId": "templateValidate", **signed, "summary": "Does a template exist and is it usable?",
         "requestBody": body(ref("TemplateValidateRequest")),

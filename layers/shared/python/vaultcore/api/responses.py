@@ -37,6 +37,11 @@ def _secure(error: VaultError, reference: str | None) -> Response:
     body: dict[str, Any] = {"success": False, "errCode": error.code, "errMessage": error.message}
     if reference is not None:
         body["reference"] = reference
+    # The entry of a batch in the original's form that failed it (vaultcore.tokens.endpoints._fail_whole).
+    if getattr(error, "item_index", None) is not None:
+        body["itemIndex"] = error.item_index  # type: ignore[attr-defined]
+        if getattr(error, "item_reference", None) is not None:
+            body["itemReference"] = error.item_reference  # type: ignore[attr-defined]
     if not isinstance(error, ValidationError):
         body["messageId"] = message_id()
     return json_response(error.status, body)

@@ -111,6 +111,8 @@ ROUTES: dict[str, Callable[[Request], Response]] = {
     "/api/tokenization/delete": endpoints.delete_endpoint,
     "/api/tokenization/batch/tokenize": endpoints.batch_tokenize_endpoint,
     "/api/tokenization/batch/detokenize": endpoints.batch_detokenize_endpoint,
+    "/api/tokenization/batch/read": endpoints.batch_read_endpoint,
+    "/api/tokenization/batch/delete": endpoints.batch_delete_endpoint,
     "/api/template/validate": endpoints.template_validate_endpoint,
     "/api/healthcheck/tokenize": endpoints.healthcheck_endpoint,
     "/api/healthcheck/detokenize": endpoints.healthcheck_endpoint,
