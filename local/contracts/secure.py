@@ -47,10 +47,6 @@ def secure_schemas(table: dict[int, str]) -> dict[str, Any]:
             "reference": text(description="The request's `reference`, echoed when it was sent.",
                               maxLength=MAX_REFERENCE_LENGTH),
             "messageId": MESSAGE_ID,
-            "itemIndex": {"type": "integer", "minimum": 0,
-                          "description": "A batch in the original's `batches` form: the entry that failed it."},
-            "itemReference": text(description="That entry's `reference`, when it sent a valid one.",
-                                  maxLength=MAX_REFERENCE_LENGTH),
         }, ("success", "errCode", "errMessage"),
             description="Every error of the secure API and parser. Request-validation errors (400 before the "
                         "request ran) carry no `messageId`."),
@@ -84,6 +80,20 @@ def error_responses(*statuses: int, body_credentials: bool = False) -> dict[str,
     return out
 
 
+def tokenization_errors(*statuses: int) -> dict[str, Any]:
+    """The tokenization API's error responses: the original's ErrorResponse (schema ``TokenizationError``)."""
+    text_of = {
+        400: "The request could not be read (1001, 1002, 1006, 3000, 3020-3023, 3042, 3043).",
+        401: "Authentication failed: 1003, the same code and message for every cause.",
+        403: "Not permitted (3040, 3041, 3045).",
+        409: "Invalid data: a template, field, value, token or bfid that cannot be used (3001-3005, 3010-3019, "
+             "3030, 3046), a device that is not registered or active (1202, 1203).",
+        500: "Internal error (errCode 1): a dependency is unavailable.",
+        503: "The request's work budget ran out (3044): send the batch again.",
+    }
+    return {str(st): response(text_of[st], ref("TokenizationError")) for st in statuses}
+
+
 def _tokenize_schemas() -> dict[str, Any]:
     value = obj({
         "name": text(description="The template field's system name (e.g. `vault_token_card_number`). Not in the "
@@ -94,6 +104,18 @@ def _tokenize_schemas() -> dict[str, Any]:
                                   "digits, e-mail `local@dotted.domain` (3003); lengths from the template (3004)."),
     }, ("name", "value"))
     return {
+        "TokenizationError": obj({
+            "success": {"const": False}, "messageId": MESSAGE_ID, "errCode": ref("ErrorCode"),
+            "errMessage": text(description="Human-readable; never holds a value, a token or a key."),
+            "reference": text(description="The request's `reference`, echoed when it was sent.",
+                              maxLength=MAX_REFERENCE_LENGTH),
+            "itemIndex": {"type": "integer", "minimum": 0,
+                          "description": "A batch in the original's `batches` form: the entry that failed it."},
+            "itemReference": text(description="That entry's `reference`, when it sent a valid one.",
+                                  maxLength=MAX_REFERENCE_LENGTH),
+        }, ("success", "messageId", "errCode", "errMessage"),
+            description="Every error of the tokenization API (the original's ErrorResponse, with `success`). "
+                        "Authentication failures are 1003 with the same message whatever the cause."),
         "TokenValue": value,
         "TokenizeRequest": obj({
             "reference": REFERENCE,
@@ -312,7 +334,7 @@ def build() -> dict[str, Any]:
                 "reference": "t-1", "templateRef": "DEMO",
                 "values": [{"name": "vault_token_card_number", "value": "4242424242424242"}]}),
             "responses": {"200": response("The tokens and their bfid.", ref("TokenizeResponse")),
-                          **error_responses(400, 401, 409, 500)},
+                          **tokenization_errors(400, 401, 403, 409, 500)},
         }},
     }
     paths["/api/tokenization/tokenize"]["post"]["parameters"] = [parameter(
@@ -331,8 +353,7 @@ def build() -> dict[str, Any]:
                        "written before the values are answered.",
         "requestBody": body(ref("DetokenizeRequest")),
         "responses": {"200": response("The clear values, matched by name.", ref("ValuesResponse")),
-                      **error_responses(400, 401, 500),
-                      "403": response("Not permitted (3040, 3041).", ref("SecureError"))}}}
+                      **tokenization_errors(400, 401, 403, 409, 500)}}}
     paths["/api/tokenization/read"] = {"post": {
         "operationId": "readTokens", **signed, "summary": "The tokens kept for a bfid, once",
         "description": "The tokens of a tokenize with `?omit=1`/`?omit=2` (or of the payment iFrame), once per bfid "
@@ -349,15 +370,15 @@ def build() -> dict[str, Any]:
             text("[\\x20-\\x7e]{1,255}"))],
         "requestBody": body(ref("BfidRequest")),
         "responses": {"200": response("The tokens.", ref("ValuesResponse")),
-                      **error_responses(400, 401, 500),
-                      "409": response("Read already (3018).", ref("SecureError"))}}}
+                      **tokenization_errors(400, 401, 403, 409, 500)}}}
     paths["/api/tokenization/delete"] = {"post": {
         "operationId": "deleteBfid", **signed, "summary": "Delete a bfid (revocation)",
         "description": "Idempotent. Answers the tokens still kept for `read` under the bfid (query and delete; "
                        "none otherwise). Afterwards no token under the bfid (or any extension of it) detokenizes or "
                        "reads again, anywhere (3017; proxy and gateway too): within 1 s in every container.",
         "requestBody": body(ref("BfidRequest")),
-        "responses": {"200": response("Deleted.", ref("DeleteResponse")), **error_responses(400, 401, 500)}}}
+        "responses": {"200": response("Deleted.", ref("DeleteResponse")),
+                      **tokenization_errors(400, 401, 409, 500)}}}
     batch_text = (f"Two forms, up to {MAX_BATCH_ITEMS} entries (3042); one signature covers the whole batch. The "
                   "original's `batches` answers `batches`, or the error of its first failed entry (`itemIndex`, "
                   "`itemReference`). Our `items` answers each item on its own: its entry carries `itemIndex` and "
@@ -369,14 +390,15 @@ def build() -> dict[str, Any]:
         "description": batch_text + " Tokens are kept for `read` only with `omit`, as for `tokenize`.",
         "parameters": [paths["/api/tokenization/tokenize"]["post"]["parameters"][0]],
         "requestBody": body(ref("BatchTokenizeRequest")),
-        "responses": {"200": response("One entry per item.", either), **error_responses(400, 401, 500)}}}
+        "responses": {"200": response("One entry per item.", either),
+                      **tokenization_errors(400, 401, 403, 409, 500, 503)}}}
     paths["/api/tokenization/batch/detokenize"] = {"post": {
         "operationId": "batchDetokenize", **signed, "summary": "Detokenize many items",
         "description": batch_text + " Needs the detokenize permission (3040 for the whole request); each item's "
                                     "template its accessMode (3041 in the item); one audit record per item.",
         "requestBody": body(ref("BatchDetokenizeRequest")),
-        "responses": {"200": response("One entry per item.", either), **error_responses(400, 401, 500),
-                      "403": response("Not permitted (3040).", ref("SecureError"))}}}
+        "responses": {"200": response("One entry per item.", either),
+                      **tokenization_errors(400, 401, 403, 409, 500, 503)}}}
     for kind, summary, what in (("read", "Read the tokens kept for many bfids, once each", "`read`"),
                                 ("delete", "Delete many bfids, answering their kept tokens", "`delete`")):
         paths[f"/api/tokenization/batch/{kind}"] = {"post": {
@@ -386,12 +408,12 @@ def build() -> dict[str, Any]:
             **({"parameters": paths["/api/tokenization/read"]["post"]["parameters"]} if kind == "read" else {}),
             "requestBody": body(ref("BfidBatchRequest")),
             "responses": {"200": response("One entry per bfid.", ref("BatchesResponse")),
-                          **error_responses(400, 401, 500)}}}
+                          **tokenization_errors(400, 401, 409, 500)}}}
     paths["/api/template/validate"] = {"post": {
         "operationId": "templateValidate", **signed, "summary": "Does a template exist and is it usable?",
         "requestBody": body(ref("TemplateValidateRequest")),
         "responses": {"200": response("Whether it exists, its field names.", ref("TemplateValidateResponse")),
-                      **error_responses(400, 401, 500)}}}
+                      **tokenization_errors(400, 401, 409, 500)}}}
     for kind in ("tokenize", "detokenize"):
         paths[f"/api/healthcheck/{kind}"] = {"get": {
             "operationId": f"healthcheck{kind.capitalize()}", "tags": ["tokenization"], "security": [{}],
@@ -399,7 +421,7 @@ def build() -> dict[str, Any]:
             "description": "A synthetic value round-trips through the token engine under a random key of the "
                            "container (no partner key) and the Tokens table answers one read. Reveals nothing.",
             "responses": {"200": response("Healthy.", ref("HealthResponse")),
-                          "500": response("Unhealthy (errCode 1).", ref("SecureError"))}}}
+                          "500": response("Unhealthy (errCode 1).", ref("TokenizationError"))}}}
     authdebug: dict[str, Any] = {
         "tags": ["authdebug"], "summary": "Explain an Authorization header (certification environment only)",
         "description": "Reads no key from any store: the key is `secret` unless the `key` header overrides it; RSA "

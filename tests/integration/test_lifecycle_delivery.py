@@ -208,4 +208,4 @@ def test_a_read_whose_answer_was_lost_is_recovered_by_its_caller_only(platform, 
                                raw, timestamp=int(clock.now()))
     status, _, late = call(platform, "TokenizeFunction", "POST", "/api/tokenization/read", raw,
                            {"Authorization": signed, **key})
-    assert (status, late.get("errCode")) == (400, 3011), late
+    assert (status, late.get("errCode")) == (409, 3011), late

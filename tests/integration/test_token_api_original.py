@@ -43,12 +43,13 @@ def test_original_batch_fails_whole_naming_its_first_failed_entry(platform, part
     entries = _batch([_card(1), "4111111111111112", "nope"])  # the second fails Luhn (3003)
     status, _, out = post(platform, partner, "/api/tokenization/batch/tokenize",
                           {"templateRef": "CARDS", "batches": entries})
-    assert (status, out["errCode"], out["itemIndex"], out["itemReference"]) == (400, 3003, 1, "e-1"), out
+    assert (status, out["errCode"], out["itemIndex"], out["itemReference"]) == (409, 3003, 1, "e-1"), out
+    assert len(out["messageId"]) == 25  # the original's ErrorResponse
     good = tokenize(platform, partner)
     detok = [{"reference": "ok", "bfid": good["bfid"], "values": good["values"]},
              {"reference": "bad", "bfid": "not-a-bfid", "values": good["values"]}]
     status, _, out = post(platform, partner, "/api/tokenization/batch/detokenize", {"batches": detok})
-    assert (status, out["errCode"], out["itemIndex"], out["itemReference"]) == (400, 3010, 1, "bad"), out
+    assert (status, out["errCode"], out["itemIndex"], out["itemReference"]) == (409, 3010, 1, "bad"), out
     status, page = admin(platform, "GET", f"/admin/v1/partners/{partner['partnerId']}/detokenizations")
     assert page["records"] == []  # a failed request answered no value, so it audited none
 
@@ -97,7 +98,7 @@ def test_batch_delete_revokes_each_entry(platform, partner):
     service.reset_caches()
     detok = [{"bfid": a["bfid"], "values": a["values"]} for a in answers]
     status, _, back = post(platform, partner, "/api/tokenization/batch/detokenize", {"batches": detok})
-    assert (status, back["errCode"], back["itemIndex"]) == (400, 3017, 0), back
+    assert (status, back["errCode"], back["itemIndex"]) == (409, 3017, 0), back
 
 
 def test_a_cvv_stays_refused_in_the_original_batch_form(platform):
@@ -109,4 +110,4 @@ def test_a_cvv_stays_refused_in_the_original_batch_form(platform):
     assert status == 201, t
     status, _, out = post(platform, p, "/api/tokenization/batch/tokenize", {
         "templateRef": "CVV", "batches": [{"values": [{"name": "vault_token_card_verification", "value": "123"}]}]})
-    assert (status, out["errCode"], out["itemIndex"]) == (400, 3046, 0), out
+    assert (status, out["errCode"], out["itemIndex"]) == (409, 3046, 0), out
