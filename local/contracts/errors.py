@@ -26,6 +26,8 @@ SECURE_CODES: dict[int, str] = {
     1006: "Refused by the input gate: body too large, JSON nested deeper than 32 or with an array over 10,000 items "
           "or an object over 1,000 members, a lone surrogate, too many or too long headers or query parameters, "
           "text that is not UTF-8 (HTTP 400).",
+    1007: "No such route: a path the API does not have (HTTP 404; API Gateway's own answer, whose `messageId` is "
+          "its request id).",
     1101: "Body credentials: `partnerId` missing (HTTP 400).",
     1102: "Body credentials: `partnerKey` missing (HTTP 400).",
     1103: "Body credentials of a key-security partner: partner not found (HTTP 401).",
@@ -58,8 +60,8 @@ SECURE_CODES: dict[int, str] = {
     2800: "No card number in the decrypted data (HTTP 400).",
 }
 
-#: The codes the parser API answers (no firmware check, no tokenization).
-PARSER_CODES = {c: m for c, m in SECURE_CODES.items() if c != 1204}
+#: The codes the parser API answers (no firmware check, no tokenization, no RouteNotFound body).
+PARSER_CODES = {c: m for c, m in SECURE_CODES.items() if c not in (1007, 1204)}
 
 #: Tokenization codes (3000-3099): meaning, and whether only the management API answers them.
 TOKEN_CODES: dict[int, tuple[str, bool]] = {

@@ -116,6 +116,13 @@ def _tokenize_schemas() -> dict[str, Any]:
         }, ("success", "messageId", "errCode", "errMessage"),
             description="Every error of the tokenization API (the original's ErrorResponse, with `success`). "
                         "Authentication failures are 1003 with the same message whatever the cause."),
+        "RouteNotFound": obj({
+            "success": {"const": False}, "errCode": {"const": 1007},
+            "messageId": text(description="API Gateway's request id (not 25 digits: no function ran)."),
+            "errMessage": {"type": "string"},
+        }, ("success", "messageId", "errCode", "errMessage"),
+            description="HTTP 404 for a path this API does not have (API Gateway's gateway response: no function "
+                        "runs), in the shape of the tokenization API's errors."),
         "TokenValue": value,
         "TokenizeRequest": obj({
             "reference": REFERENCE,
