@@ -418,17 +418,37 @@ def build() -> dict[str, Any]:
                           **tokenization_errors(400, 401, 409, 500)}}}
     paths["/api/template/validate"] = {"post": {
         "operationId": "templateValidate", **signed, "summary": "Does a template exist and is it usable?",
+        "description": "As the original: HTTP 200 only for a template this partner can use (built-in included); an "
+                       "unknown template, another partner's, or a ref in another case is the error 3001 (HTTP "
+                       "409).",
         "requestBody": body(ref("TemplateValidateRequest")),
         "responses": {"200": response("Whether it exists, its field names.", ref("TemplateValidateResponse")),
                       **tokenization_errors(400, 401, 409, 500)}}}
-    for kind in ("tokenize", "detokenize"):
+    names_values = [
+        parameter("fieldNames", "query", "Field names, `|`-separated (the original's health checks)."),
+        parameter("fieldValues", "query", "Values (tokenize: clear; detokenize: tokens), `|`-separated, matched to "
+                                          "`fieldNames` by position (3021 when the counts differ)."),
+        parameter("reference", "query", "Echoed, as a body's `reference` (at most 50 characters, 1002)."),
+    ]
+    for kind, key, answer in (("tokenize", "templateRef", "TokenizeResponse"),
+                              ("detokenize", "bfid", "ValuesResponse")):
         paths[f"/api/healthcheck/{kind}"] = {"get": {
-            "operationId": f"healthcheck{kind.capitalize()}", "tags": ["tokenization"], "security": [{}],
-            "summary": f"Health of {kind} (no credentials)",
-            "description": "A synthetic value round-trips through the token engine under a random key of the "
-                           "container (no partner key) and the Tokens table answers one read. Reveals nothing.",
-            "responses": {"200": response("Healthy.", ref("HealthResponse")),
-                          "500": response("Unhealthy (errCode 1).", ref("TokenizationError"))}}}
+            "operationId": f"healthcheck{kind.capitalize()}", "tags": ["tokenization"],
+            "security": [*header_security, {}],
+            "summary": f"Health of {kind}: a real {kind} call, or a credential-free probe",
+            "description": f"With `{key}`, `fieldNames` and `fieldValues` (the original's health check): an "
+                           f"authenticated `{kind}` of those values through the tokens service, answered as "
+                           f"`{kind}` is" + (" (nothing is kept)" if kind == "tokenize" else
+                                             " (its permission, accessMode, use policy and audit record)") +
+                           f". Without `{key}`: no credentials; a synthetic value round-trips through the token "
+                           "engine under a random key of the container (no partner key) and the Tokens table "
+                           "answers one read. Reveals nothing.",
+            "parameters": [parameter(key, "query", f"The {'template' if kind == 'tokenize' else 'bfid'} to "
+                                                   f"{kind} under: makes this a real, authenticated call."),
+                           *names_values],
+            "responses": {"200": response("Healthy: the probe's status, or the call's answer.",
+                                          {"oneOf": [ref("HealthResponse"), ref(answer)]}),
+                          **tokenization_errors(400, 401, 403, 409, 500)}}}
     authdebug: dict[str, Any] = {
         "tags": ["authdebug"], "summary": "Explain an Authorization header (certification environment only)",
         "description": "Reads no key from any store: the key is `secret` unless the `key` header overrides it; RSA "

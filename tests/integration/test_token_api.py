@@ -348,8 +348,10 @@ def test_template_validate(platform, partner):
     assert out["fields"] == [f["name"] for f in FIELDS] and out["accessMode"] == "detokenize"
     status, _, out = post(platform, partner, "/api/template/validate", {"templateRef": "GATEWAY"})
     assert status == 200 and out["builtin"] is True and out["detokenize"] is False
-    status, _, out = post(platform, partner, "/api/template/validate", {"templateRef": "MISSING"})
-    assert status == 200 and out["exists"] is False and out["fields"] == []
+    # the original's ValidateResponse: 200 means usable; an unknown ref (or one in another case) is an error
+    for ref in ("MISSING", "cards"):
+        status, _, out = post(platform, partner, "/api/template/validate", {"templateRef": ref})
+        assert (status, out["errCode"], len(out["messageId"])) == (409, 3001, 25), out
     status, _, out = post(platform, partner, "/api/template/validate", {})
     assert (status, out["errCode"]) == (400, 3000)
 

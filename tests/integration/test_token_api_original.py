@@ -1,13 +1,16 @@
 """The tokenization API in the original's forms (issue 30), in-process on moto: batches with ``batches`` and a
 top-level ``templateRef`` (first failed entry fails the request, naming it), ``batch/read`` and ``batch/delete``,
 ``delete`` answering the tokens it deletes; our ``items`` form still answers per item on the same paths; the use
-policy holds on every batch path (a CVV is refused, a deleted bfid stays deleted)."""
+policy holds on every batch path (a CVV is refused, a deleted bfid stays deleted); the health checks really
+tokenize and detokenize with Basic auth (a partner created as the original onboards it)."""
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
-from tests.helpers import admin
+from tests.helpers import admin, call
 from tests.integration.test_token_api import _card, _partner, post, tokenize
 from vaultcore.tokens import service
 
@@ -111,3 +114,53 @@ def test_a_cvv_stays_refused_in_the_original_batch_form(platform):
     status, _, out = post(platform, p, "/api/tokenization/batch/tokenize", {
         "templateRef": "CVV", "batches": [{"values": [{"name": "vault_token_card_verification", "value": "123"}]}]})
     assert (status, out["errCode"], out["itemIndex"]) == (409, 3046, 0), out
+
+
+def _basic_partner(platform, permission):
+    """A partner as the original onboards it (no apiSecurity: key security, Basic), with a detokenize template."""
+    status, p = admin(platform, "POST", "/admin/v1/partners", {"name": "Moved Over"})
+    assert status == 201 and p["apiSecurity"] == "key"
+    fields = [{"name": "vault_token_card_number", "type": "card", "format": "FIRST_SIX_LAST_FOUR"},
+              {"name": "zip", "type": "field", "format": "NONE"}]
+    admin(platform, "POST", f"/admin/v1/partners/{p['partnerId']}/templates",
+          {"templateRef": "HC", "fields": fields, "accessMode": "detokenize"})
+    if permission:
+        admin(platform, "PUT", f"/admin/v1/partners/{p['partnerId']}/permissions", {"detokenize": True})
+    basic = base64.b64encode(f"{p['partnerId']}:{p['partnerKey']}".encode()).decode()
+    return p, {"Authorization": f"Basic {basic}"}
+
+
+def test_health_checks_really_tokenize_and_detokenize_with_basic_auth(platform):
+    p, auth = _basic_partner(platform, permission=True)
+    query = {"templateRef": "HC", "reference": "hc-1", "fieldNames": "vault_token_card_number|zip",
+             "fieldValues": f"{_card(7)}|30301"}
+    status, _, out = call(platform, "TokenizeFunction", "GET", "/api/healthcheck/tokenize", headers=auth,
+                          query=query)
+    assert status == 200 and out["reference"] == "hc-1", out
+    tokens = {v["name"]: v["value"] for v in out["values"]}
+    assert tokens.keys() == {"vault_token_card_number", "zip"} and tokens["vault_token_card_number"] != _card(7)
+    query = {"bfid": out["bfid"], "fieldNames": "vault_token_card_number|zip",
+             "fieldValues": f"{tokens['vault_token_card_number']}|{tokens['zip']}"}
+    status, _, back = call(platform, "TokenizeFunction", "GET", "/api/healthcheck/detokenize", headers=auth,
+                           query=query)
+    assert status == 200 and {v["name"]: v["value"] for v in back["values"]} == {
+        "vault_token_card_number": _card(7), "zip": "30301"}, back
+    status, page = admin(platform, "GET", f"/admin/v1/partners/{p['partnerId']}/detokenizations")
+    assert [r["operation"] for r in page["records"]] == ["detokenize"]  # audited like detokenize
+    status, _, out = call(platform, "TokenizeFunction", "GET", "/api/healthcheck/tokenize",
+                          query={"templateRef": "HC", "fieldNames": "zip", "fieldValues": "1"})
+    assert (status, out["errCode"]) == (401, 1003)  # the real check needs credentials
+    status, _, out = call(platform, "TokenizeFunction", "GET", "/api/healthcheck/tokenize", headers=auth,
+                          query={"templateRef": "HC", "fieldNames": "zip|vault_token_card_number",
+                                 "fieldValues": "1"})
+    assert (status, out["errCode"]) == (400, 3021)
+
+
+def test_the_detokenize_health_check_keeps_detokenize_s_permission(platform):
+    _p, auth = _basic_partner(platform, permission=False)
+    status, _, out = call(platform, "TokenizeFunction", "GET", "/api/healthcheck/tokenize", headers=auth,
+                          query={"templateRef": "HC", "fieldNames": "zip", "fieldValues": "30301"})
+    assert status == 200, out
+    status, _, back = call(platform, "TokenizeFunction", "GET", "/api/healthcheck/detokenize", headers=auth,
+                           query={"bfid": out["bfid"], "fieldNames": "zip", "fieldValues": out["values"][0]["value"]})
+    assert (status, back["errCode"]) == (403, 3040)

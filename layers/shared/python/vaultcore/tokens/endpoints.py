@@ -36,12 +36,16 @@ uniform 1003). Bodies are JSON objects with an optional ``reference`` (echoed).
   deletions are done for good, so they are answered).
 * Every batch entry goes through the same tokens-service function as the single call, so the use policy
   (:mod:`vaultcore.tokens.policy`) applies to each as to one call.
-* ``POST /api/template/validate`` ``{reference?, templateRef}`` → whether the template exists for the partner
-  (built-in included), is active and usable, its field names, ``accessMode`` and whether this partner may
-  detokenize under it.
-* ``GET /api/healthcheck/tokenize`` and ``/detokenize``: no credentials; a synthetic value round-trips through
-  the token engine under a random key of the container (no partner key, nothing stored) and the Tokens table
-  answers one read; the answer is ``{success: true, messageId, status: "ok"}`` and reveals nothing else.
+* ``POST /api/template/validate`` ``{reference?, templateRef}`` → 200 only for a template the partner can use
+  (built-in included), with its field names, ``accessMode`` and whether this partner may detokenize under it;
+  an unknown template (another partner's, a ref in another case) is the error 3001, as the original answers.
+* ``GET /api/healthcheck/tokenize?templateRef=&fieldNames=a|b&fieldValues=x|y&reference=`` and
+  ``/detokenize?bfid=&fieldNames=&fieldValues=``: the original's health checks, authenticated (Basic for
+  key-security partners), really tokenizing (nothing kept) or detokenizing (as ``detokenize``: permission,
+  accessMode, policy, audit) through the tokens service. Without ``templateRef``/``bfid``: no credentials; a
+  synthetic value round-trips through the token engine under a random key of the container (no partner key,
+  nothing stored) and the Tokens table answers one read; the answer is ``{success: true, messageId, status:
+  "ok"}`` and reveals nothing else.
 """
 
 from __future__ import annotations
@@ -60,7 +64,7 @@ from vaultcore.logs import get_logger
 from vaultcore.net import deadline
 from vaultcore.store import audit
 from vaultcore.store import tokens as token_store
-from vaultcore.tokens import service, template_store
+from vaultcore.tokens import service
 from vaultcore.tokens.errors import (
     BATCH_BUDGET,
     BATCH_ITEM_INVALID,
@@ -69,6 +73,8 @@ from vaultcore.tokens.errors import (
     DETOKENIZE_NOT_PERMITTED,
     IDEMPOTENCY_KEY_INVALID,
     TEMPLATE_REF_MISSING,
+    VALUES_ENTRY,
+    VALUES_MISSING,
     TokenPermissionDenied,
     TokenServiceError,
 )
@@ -107,7 +113,12 @@ def _values_out(names: list[str], values: list[str]) -> list[dict[str, str]]:
 
 def detokenize_endpoint(request: Request) -> Response:
     caller = authenticate_header(request)
-    body = json_object_body(request)
+    return _detokenize(request, caller, json_object_body(request))
+
+
+def _detokenize(request: Request, caller: Any, body: dict[str, Any]) -> Response:
+    """``detokenize`` of ``body``: the permission, the bfid, its template's accessMode, the service's checks and
+    the use policy, then the audit record before any value is answered (also the detokenize health check's)."""
     reference = reference_of(body)
     _require_permission(caller)
     bfid = _bfid_of(body)
@@ -163,10 +174,9 @@ def template_validate_endpoint(request: Request) -> Response:
     ref = body.get("templateRef")
     if not isinstance(ref, str) or not ref:
         raise TokenServiceError("templateRef is required.", code=TEMPLATE_REF_MISSING)
-    stored = template_store.load_latest(caller.partner_id, ref)
-    if stored is None:
-        return success({"templateRef": ref[:64], "exists": False, "active": False, "usable": False,
-                        "fields": [], "detokenize": False}, reference)
+    # The original's answer: 200 only for a template the partner can use; anything else is an error (3001,
+    # "Invalid data"), so a client that checks the status never takes an unknown template for a valid one.
+    stored = service.stored_template(caller.partner_id, ref)
     template = stored.template
     return success({"templateRef": stored.template_ref, "exists": True, "active": True, "usable": True,
                     "version": stored.version, "builtin": stored.builtin, "accessMode": template.access_mode,
@@ -416,7 +426,46 @@ _HEALTH_KEY = secrets.token_bytes(32)  # a random key of the container: no partn
 _HEALTH_VALUE = "4111111111111111"  # a public test card number, never a customer's
 
 
+def _query_values(request: Request) -> list[dict[str, str]]:
+    """The health checks' ``fieldNames`` and ``fieldValues`` (``|``-separated, matched by position) as a body's
+    ``values``: 3020 when missing, 3021 when their counts differ."""
+    names, values = request.query.get("fieldNames"), request.query.get("fieldValues")
+    if not names or values is None:
+        raise TokenServiceError("fieldNames and fieldValues are required.", code=VALUES_MISSING)
+    split_names, split_values = names.split("|"), values.split("|")
+    if len(split_names) != len(split_values):
+        raise TokenServiceError("fieldNames and fieldValues must have as many |-separated entries.",
+                                code=VALUES_ENTRY)
+    return [{"name": n, "value": v} for n, v in zip(split_names, split_values, strict=True)]
+
+
+def _query_body(request: Request, *members: str) -> dict[str, Any]:
+    body: dict[str, Any] = {m: request.query[m] for m in (*members, "reference") if m in request.query}
+    body["values"] = _query_values(request)
+    return body
+
+
 def healthcheck_endpoint(request: Request) -> Response:
+    """The original's health checks: with ``templateRef`` (tokenize) or ``bfid`` (detokenize) and the
+    ``fieldNames``/``fieldValues`` query parameters, an authenticated call that really tokenizes (nothing kept)
+    or detokenizes (``detokenize``'s permission, accessMode, use policy and audit record) through the tokens
+    service, answering as ``tokenize``/``detokenize``. Without them, our credential-free probe
+    (:func:`_synthetic_health`)."""
+    detokenize = request.resource.endswith("/detokenize")
+    if ("bfid" if detokenize else "templateRef") not in request.query:
+        return _synthetic_health()
+    caller = authenticate_header(request)
+    if detokenize:
+        return _detokenize(request, caller, _query_body(request, "bfid"))
+    body = _query_body(request, "templateRef")
+    reference = reference_of(body)
+    pairs = body_values(body["values"], required=True)
+    result = service.tokenize_values(caller.partner_id, body["templateRef"], pairs, store=False)
+    return success({"bfid": result.bfid, "values": [{"name": n, "value": t} for n, t in result.values.items()]},
+                   reference)
+
+
+def _synthetic_health() -> Response:
     """A synthetic card number tokenized and detokenized by the engine under :data:`_HEALTH_KEY` and a random
     scope, and one read of the Tokens table (the revocation lookup of a key no bfid has). Any failure is the
     internal error (errCode 1, HTTP 500); the success reveals nothing but ``status: ok``."""

@@ -128,7 +128,8 @@ from vaultcore.tokens.validation import ValueRuleError, check_value
 
 __all__ = ["TokenizeResult", "TokenServiceError", "tokenize_values", "detokenize_values", "detokenize_pairs",
            "read_stored_tokens", "read_tokens_once", "delete_bfid", "check_access_mode", "verify_bfid",
-           "detokenize_verified", "revoked_scopes", "scope_owners", "gateway_read", "GatewayRead", "template_for", "READ_WINDOW_SECONDS", "REVOCATION_CACHE_SECONDS", "reset_caches"]
+           "detokenize_verified", "revoked_scopes", "scope_owners", "gateway_read", "GatewayRead", "template_for",
+           "stored_template", "READ_WINDOW_SECONDS", "REVOCATION_CACHE_SECONDS", "reset_caches"]
 
 #: The gateway's read-and-detokenize window (spec Limits: one hour from data capture).
 READ_WINDOW_SECONDS = 3600
@@ -191,6 +192,11 @@ def _template(partner_id: str, template_ref: object) -> StoredTemplate:
     if stored is None:
         raise TokenServiceError("templateRef is not a template of this partner.", code=TEMPLATE_UNKNOWN)
     return stored
+
+
+def stored_template(partner_id: str, template_ref: object) -> StoredTemplate:
+    """The latest version of the partner's template ``template_ref`` (built-in included); 3000/3001 otherwise."""
+    return _template(partner_id, template_ref)
 
 
 def template_for(partner_id: str, template_ref: str) -> Template:
