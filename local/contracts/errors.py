@@ -42,6 +42,12 @@ SECURE_CODES: dict[int, str] = {
     2000: "`deviceType` missing (HTTP 400).",
     2001: "`deviceType` unknown, or not the registered device's type (HTTP 400).",
     2100: "Device payload missing or not hexadecimal, or a payload format the device type does not send (HTTP 400).",
+    2101: "Decryptx `decrypt`: `encrypted` missing, empty, more than 100 values, or an entry without a string "
+          "`name` and a non-empty string `value` (HTTP 400).",
+    2102: "Decryptx `decrypt`: `decryptionParameters.encoding` not `base64` or `hex`, a value, `sequenceNumber` "
+          "or `cbcVector` not in that encoding, or `hasCcData` not \"1\" or \"0\" (HTTP 400).",
+    2105: "Decryptx `decrypt`, per value (`hasCcData` \"1\"): the value holds a card number before decryption, "
+          "or none after it (the value's `code`, HTTP 200).",
     2110: "Payload size cannot be split into the fields its lengths and flags declare (HTTP 400).",
     2120: "Unsupported status or flags, no encrypted track 1/2, or a payload cipher the device's BDK cannot use "
           "(HTTP 400).",
