@@ -133,7 +133,8 @@ def _decryptx(schemas: dict[str, Any], paths: dict[str, Any]) -> None:
     schemas["DecryptResponse"] = obj({
         "success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
         "decrypted": {"type": "array", "items": ref("Decrypted"), "description": "One per value, in order."},
-    }, ("success", "messageId", "decrypted"))
+    }, ("success", "reference", "messageId", "decrypted"),
+        description="`reference` is always there (empty when none was sent), as the original's document requires.")
     paths["/api/decrypt"] = {"post": {
         "operationId": "decrypt", "tags": ["decryptx"], "summary": "Decrypt up to 100 named values of one device",
         "description": "Decryptx, as the original's clients call it: for readers whose payload is not one of the "

@@ -347,8 +347,8 @@ def build() -> dict[str, Any]:
     paths["/api/tokenization/tokenize"]["post"]["parameters"] = [parameter(
         "omit", "query", "`1`: the answer leaves `values` out and the tokens are kept for one `read` (one hour); "
                          "`2`: the answer carries them and they are kept for `read` too; `0` (or none): kept for "
-                         "the gateway's read step only. Not 0, 1 or 2: 3022. The query string is not part of the "
-                         "HMAC signature (the canonical resource is the path).",
+                         "the gateway's read step only (`1.0` is read as `1`). Not 0, 1 or 2: 3022. The query "
+                         "string is not part of the HMAC signature (the canonical resource is the path).",
         {"type": "string", "enum": ["0", "1", "2"]})] + DEVICE_HEADERS
     signed: dict[str, Any] = {"security": header_security, "tags": ["tokenization"]}
     paths["/api/tokenization/detokenize"] = {"post": {

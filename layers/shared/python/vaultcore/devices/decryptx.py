@@ -136,6 +136,11 @@ def _entries(body: dict[str, Any]) -> list[tuple[str, str]]:
     return out
 
 
+def _echo(reference: str | None) -> str:
+    """The original's answers always carry ``reference`` (its document requires it): empty when none was sent."""
+    return "" if reference is None else reference
+
+
 def _failed(name: str, code: int, message: str) -> dict[str, Any]:
     return {"name": name, "value": "", "failed": True, "code": str(code), "message": message}
 
@@ -182,7 +187,7 @@ def _decrypt(request: Request) -> Response:
     variant = _variant(device)
     decrypted = [_decrypt_one(bdk, ksn, iv, variant, encoding, has_cc == "1", name, value)
                  for name, value in entries]
-    return success({"decrypted": decrypted}, reference)
+    return success({"decrypted": decrypted}, _echo(reference))
 
 
 def healthcheck_endpoint(request: Request) -> Response:
@@ -202,4 +207,4 @@ def healthcheck_endpoint(request: Request) -> Response:
         sealed = dukpt.encrypt(bdk.scheme, bdk_key_material(bdk), ksn, block, variant)
         if decryptor_for(bdk).decrypt(bdk, ksn, sealed, variant) != block:
             raise VaultError("Internal error: the decryption engine failed its round trip.")
-    return success({"decrypted": []}, reference)
+    return success({"decrypted": []}, _echo(reference))
