@@ -81,8 +81,8 @@ from vaultcore.tokens.errors import (
 from vaultcore.tokens.values import body_values
 
 __all__ = ["detokenize_endpoint", "read_endpoint", "delete_endpoint", "batch_tokenize_endpoint",
-           "batch_detokenize_endpoint", "batch_read_endpoint", "batch_delete_endpoint", "template_validate_endpoint", "healthcheck_endpoint", "MAX_BATCH_ITEMS",
-           "BATCH_BUDGET_SECONDS"]
+           "batch_detokenize_endpoint", "batch_read_endpoint", "batch_delete_endpoint", "template_validate_endpoint",
+           "healthcheck_endpoint", "MAX_BATCH_ITEMS", "BATCH_BUDGET_SECONDS"]
 
 #: Items per batch request (a batch of 1,000 card numbers is about 110 KB, under the 256 KiB body limit).
 MAX_BATCH_ITEMS = 1000
