@@ -66,8 +66,8 @@ SECURE_CODES: dict[int, str] = {
     2800: "No card number in the decrypted data (HTTP 400).",
 }
 
-#: The codes the parser API answers (no firmware check, no tokenization, no RouteNotFound body).
-PARSER_CODES = {c: m for c, m in SECURE_CODES.items() if c not in (1007, 1204)}
+#: The codes the parser API answers (no firmware check, no tokenization).
+PARSER_CODES = {c: m for c, m in SECURE_CODES.items() if c != 1204}
 
 #: Tokenization codes (3000-3099): meaning, and whether only the management API answers them.
 TOKEN_CODES: dict[int, tuple[str, bool]] = {

@@ -57,6 +57,13 @@ def secure_schemas(table: dict[int, str]) -> dict[str, Any]:
         }, ("success", "errMessage", "errCode"),
             description="Exactly `{\"success\": false, \"errMessage\": \"Authentication required.\", "
                         "\"errCode\": 1003}` for every authentication failure, whatever the cause."),
+        "RouteNotFound": obj({
+            "success": {"const": False}, "errCode": {"const": 1007},
+            "messageId": text(description="API Gateway's request id (not 25 digits: no function ran)."),
+            "errMessage": {"type": "string"},
+        }, ("success", "messageId", "errCode", "errMessage"),
+            description="HTTP 404 for a path this API does not have (API Gateway's gateway response: no function "
+                        "runs), in the shape of the original's error bodies."),
         "Success": obj({"success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID},
                        ("success", "messageId")),
     }
@@ -116,13 +123,6 @@ def _tokenize_schemas() -> dict[str, Any]:
         }, ("success", "messageId", "errCode", "errMessage"),
             description="Every error of the tokenization API (the original's ErrorResponse, with `success`). "
                         "Authentication failures are 1003 with the same message whatever the cause."),
-        "RouteNotFound": obj({
-            "success": {"const": False}, "errCode": {"const": 1007},
-            "messageId": text(description="API Gateway's request id (not 25 digits: no function ran)."),
-            "errMessage": {"type": "string"},
-        }, ("success", "messageId", "errCode", "errMessage"),
-            description="HTTP 404 for a path this API does not have (API Gateway's gateway response: no function "
-                        "runs), in the shape of the tokenization API's errors."),
         "TokenValue": value,
         "TokenizeRequest": obj({
             "reference": REFERENCE,
