@@ -215,9 +215,14 @@ def _tokenize_schemas() -> dict[str, Any]:
                                      "item sent none or an invalid one)."},
         "BatchResponse": obj({
             "success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
-            "succeeded": {"type": "integer", "minimum": 0}, "failed": {"type": "integer", "minimum": 0},
-            "items": {"type": "array", "items": ref("BatchItem")},
-        }, ("success", "messageId", "succeeded", "failed", "items")),
+            "succeeded": {"type": "integer", "minimum": 0, "description": "The `items` form."},
+            "failed": {"type": "integer", "minimum": 0, "description": "The `items` form."},
+            "items": {"type": "array", "items": ref("BatchItem"), "description": "The `items` form: one per item."},
+            "batches": {"type": "array", "items": ref("BatchesEntry"),
+                        "description": "The original's `batches` form: one per entry, in order."},
+        }, ("success", "messageId"),
+            description="One schema for both forms (so a generated client keeps one model): a request with `items` "
+                        "is answered `succeeded`, `failed` and `items`; one with `batches`, `batches`."),
         "TemplateValidateRequest": obj({"reference": REFERENCE, "templateRef": text(
             description="The template to check (missing or not a string: 3000).")}, ("templateRef",), closed=False),
         "TemplateValidateResponse": obj({
@@ -231,8 +236,17 @@ def _tokenize_schemas() -> dict[str, Any]:
             "detokenize": {"type": "boolean", "description": "Whether this partner may detokenize under it "
                                                              "(accessMode and permission)."},
         }, ("success", "messageId", "templateRef", "exists", "active", "usable", "fields", "detokenize")),
-        "HealthResponse": obj({"success": {"const": True}, "messageId": MESSAGE_ID, "status": {"const": "ok"}},
-                              ("success", "messageId", "status")),
+        "HealthResponse": obj({
+            "success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
+            "status": {"const": "ok", "description": "The credential-free probe (no `templateRef`/`bfid`)."},
+            "bfid": text(description="The original's health check: the bfid of the values tokenized, or the one "
+                                     "detokenized under."),
+            "values": {"type": "array", "items": value,
+                       "description": "The original's health check: the tokens (tokenize) or the clear values "
+                                      "(detokenize), matched by `name`."},
+        }, ("success", "messageId"),
+            description="One schema for both answers, so a client's model keeps `success` and `status`: the probe "
+                        "answers `status`, the original's health check `bfid` and `values`."),
         "TokenizeResponse": obj({
             "success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
             "bfid": text(f"[A-Za-z0-9_-]{{{BFID_MIN_LENGTH},{BFID_TEXT_MAX_LENGTH}}}",
@@ -391,20 +405,20 @@ def build() -> dict[str, Any]:
                   "`itemReference`). Our `items` answers each item on its own: its entry carries `itemIndex` and "
                   "`itemReference`, and `errCode`/`errMessage` when it failed. Work is bounded: entries are "
                   f"processed within {BATCH_BUDGET_SECONDS:g} s of work; the rest answer 3044.")
-    either = {"oneOf": [ref("BatchesResponse"), ref("BatchResponse")]}
+    answer = ref("BatchResponse")
     paths["/api/tokenization/batch/tokenize"] = {"post": {
         "operationId": "batchTokenize", **signed, "summary": "Tokenize many items",
         "description": batch_text + " Tokens are kept for `read` only with `omit`, as for `tokenize`.",
         "parameters": [paths["/api/tokenization/tokenize"]["post"]["parameters"][0]],
         "requestBody": body(ref("BatchTokenizeRequest")),
-        "responses": {"200": response("One entry per item.", either),
+        "responses": {"200": response("One entry per item.", answer),
                       **tokenization_errors(400, 401, 403, 409, 500, 503)}}}
     paths["/api/tokenization/batch/detokenize"] = {"post": {
         "operationId": "batchDetokenize", **signed, "summary": "Detokenize many items",
         "description": batch_text + " Needs the detokenize permission (3040 for the whole request); each item's "
                                     "template its accessMode (3041 in the item); one audit record per item.",
         "requestBody": body(ref("BatchDetokenizeRequest")),
-        "responses": {"200": response("One entry per item.", either),
+        "responses": {"200": response("One entry per item.", answer),
                       **tokenization_errors(400, 401, 403, 409, 500, 503)}}}
     for kind, summary, what in (("read", "Read the tokens kept for many bfids, once each", "`read`"),
                                 ("delete", "Delete many bfids, answering their kept tokens", "`delete`")):
@@ -430,8 +444,7 @@ def build() -> dict[str, Any]:
                                           "`fieldNames` by position (3021 when the counts differ)."),
         parameter("reference", "query", "Echoed, as a body's `reference` (at most 50 characters, 1002)."),
     ]
-    for kind, key, answer in (("tokenize", "templateRef", "TokenizeResponse"),
-                              ("detokenize", "bfid", "ValuesResponse")):
+    for kind, key in (("tokenize", "templateRef"), ("detokenize", "bfid")):
         paths[f"/api/healthcheck/{kind}"] = {"get": {
             "operationId": f"healthcheck{kind.capitalize()}", "tags": ["tokenization"],
             "security": [*header_security, {}],
@@ -446,8 +459,7 @@ def build() -> dict[str, Any]:
             "parameters": [parameter(key, "query", f"The {'template' if kind == 'tokenize' else 'bfid'} to "
                                                    f"{kind} under: makes this a real, authenticated call."),
                            *names_values],
-            "responses": {"200": response("Healthy: the probe's status, or the call's answer.",
-                                          {"oneOf": [ref("HealthResponse"), ref(answer)]}),
+            "responses": {"200": response("Healthy: the probe's status, or the call's answer.", ref("HealthResponse")),
                           **tokenization_errors(400, 401, 403, 409, 500)}}}
     authdebug: dict[str, Any] = {
         "tags": ["authdebug"], "summary": "Explain an Authorization header (certification environment only)",
