@@ -164,3 +164,14 @@ def test_the_detokenize_health_check_keeps_detokenize_s_permission(platform):
     status, _, back = call(platform, "TokenizeFunction", "GET", "/api/healthcheck/detokenize", headers=auth,
                            query={"bfid": out["bfid"], "fieldNames": "zip", "fieldValues": out["values"][0]["value"]})
     assert (status, back["errCode"]) == (403, 3040)
+
+
+def test_a_batch_read_or_delete_entry_that_is_not_a_bfid_fails_alone(platform, partner):
+    kept = tokenize(platform, partner, omit=2)
+    for path in ("/api/tokenization/batch/read", "/api/tokenization/batch/delete"):
+        entries = [[None, None], {"reference": "x", "bfid": "0" * 300}, {"bfid": kept["bfid"]}]
+        status, _, out = post(platform, partner, path, {"batches": entries})
+        assert status == 200, out
+        assert [(e.get("itemIndex"), e.get("errCode")) for e in out["batches"][:2]] == [(0, 3043), (1, 3010)]
+        assert "bfid" not in out["batches"][1]  # what it refused is never echoed
+        assert out["batches"][2]["bfid"] == kept["bfid"] and len(out["batches"][2]["values"]) == 2

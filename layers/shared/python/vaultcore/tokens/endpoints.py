@@ -399,8 +399,8 @@ def _bfid_batch(request: Request, act_for: Callable[[Any], Callable[[str], dict[
         except VaultError as exc:
             if exc.status >= 500:
                 raise
-            out.append({**head, **({"bfid": item["bfid"]} if isinstance(item.get("bfid"), str) else {}),
-                        "itemIndex": index, "errCode": exc.code, "errMessage": exc.message})
+            # no bfid echoed: the entry's may be anything but a bfid (an error never echoes what it refused)
+            out.append({**head, "itemIndex": index, "errCode": exc.code, "errMessage": exc.message})
             continue
         out.append({**head, "bfid": bfid, "values": [{"name": n, "value": t} for n, t in tokens.items()]})
     return success({"batches": out}, reference)
