@@ -213,15 +213,22 @@ def test_shieldconex_error_answers(sc: Original, runner: Runner, onboarded: dict
             {"templateRef": TEMPLATE, "values": [{"name": "zip", "value": "30301"}]})), "ErrorResponse")
     assert (refused["errCode"], len(refused["messageId"])) == (1003, 25)
     # a path the API does not have: the documented error body, not API Gateway's {"message": ...}
+    assert _unknown_route(runner, "/api/tokenization/nope", sc, "ErrorResponse") == 1007
+
+
+def _unknown_route(runner: Runner, path: str, original: Original, schema: str) -> int:
+    """The errCode of the runner's answer to ``path`` (no route has it), which must be a 404 whose body validates
+    against the original's error schema."""
     try:
-        urllib.request.urlopen(runner.base_url + "/api/tokenization/nope", timeout=30)
+        urllib.request.urlopen(runner.base_url + path, timeout=30)
     except urllib.error.HTTPError as exc:
         status, payload = exc.code, json.loads(exc.read())
     else:  # pragma: no cover - the assertion below reports it
         status, payload = 200, {}
-    errors = list(Draft202012Validator({"$ref": "#/components/schemas/ErrorResponse",
-                                        "components": sc.doc["components"]}).iter_errors(payload))
-    assert (status, payload.get("errCode"), errors) == (404, 1007, []), payload
+    errors = list(Draft202012Validator({"$ref": f"#/components/schemas/{schema}",
+                                        "components": original.doc["components"]}).iter_errors(payload))
+    assert (status, errors) == (404, []), payload
+    return int(payload["errCode"])
 
 
 def _dx_body(dx: Original, partner: dict[str, Any], **override: Any) -> dict[str, Any]:
@@ -264,3 +271,4 @@ def test_decryptx_operations(dx: Original, runner: Runner, onboarded: dict[str, 
     dx.check("/healthcheck", "get", dx.op("healthcheck").sync_detailed(
         client=client, partner_id=onboarded["partnerId"], partner_key="wrong", serial=example["serial"]),
         "ErrorResponse")
+    assert _unknown_route(runner, "/api/decrypt/nope", dx, "DecryptxError") == 1007
