@@ -43,7 +43,8 @@ SECURE_CODES: dict[int, str] = {
     2001: "`deviceType` unknown, or not the registered device's type (HTTP 400).",
     2100: "Device payload missing or not hexadecimal, or a payload format the device type does not send (HTTP 400).",
     2101: "Decryptx `decrypt`: `encrypted` missing, empty, more than 100 values, or an entry without a string "
-          "`name` and a non-empty string `value` (HTTP 400).",
+          "`name` and a non-empty string `value`; `decrypt-ext`: a count that is not a whole number, or `success` "
+          "not a boolean (HTTP 400).",
     2102: "Decryptx `decrypt`: `decryptionParameters.encoding` not `base64` or `hex`, a value, `sequenceNumber` "
           "or `cbcVector` not in that encoding, or `hasCcData` not \"1\" or \"0\" (HTTP 400).",
     2105: "Decryptx `decrypt`, per value (`hasCcData` \"1\"): the value holds a card number before decryption, "

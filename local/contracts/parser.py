@@ -145,6 +145,34 @@ def _decryptx(schemas: dict[str, Any], paths: dict[str, Any]) -> None:
         "responses": {"200": response("One entry per value.", ref("DecryptResponse")),
                       **error_responses(400, 401, 409, 500, body_credentials=True)},
     }}
+    schemas["DecryptExternalRequest"] = obj({
+        "partnerId": PARTNER_ID, "partnerKey": PARTNER_KEY, "reference": REFERENCE,
+        "serial": text(description="The device whose data was decrypted elsewhere (1201, 1202, 1203).",
+                       minLength=1),
+        "clientId": nullable(CLIENT_ID),
+        "encrypted": {"type": "integer", "minimum": 0, "maximum": 1_000_000,
+                      "description": "How many values were to be decrypted (2101 otherwise)."},
+        "decrypted": {"type": "integer", "minimum": 0, "maximum": 1_000_000,
+                      "description": "How many were (2101 otherwise)."},
+        "success": {"type": "boolean", "description": "Whether the decryption succeeded (2101 otherwise)."},
+        "ip": s, "completed": text(description="When it completed (accepted, not checked)."),
+    }, ("serial", "encrypted", "decrypted", "success"), closed=False, description="Unknown members are ignored.")
+    schemas["DecryptExternalResponse"] = obj({
+        "success": {"type": "boolean", "description": "The request's `success`, mirrored."},
+        "reference": REFERENCE, "messageId": MESSAGE_ID,
+        "decrypted": {"type": "integer", "minimum": 0, "description": "The request's `decrypted`, mirrored."},
+    }, ("success", "reference", "messageId", "decrypted"))
+    paths["/api/decrypt-ext"] = {"post": {
+        "operationId": "decryptExternal", "tags": ["decryptx"],
+        "summary": "Record a decryption done elsewhere (the original's logging hook)",
+        "description": "The caller and its device are checked as for `decrypt`; the counts (never a value) are "
+                       "logged and the outcome counted in the DecryptResults metric. The answer mirrors the "
+                       "request's `success`, `reference` and `decrypted`.",
+        "security": [{"hmac": []}, {"basic": []}, {}], "x-body-credentials": ["partnerId", "partnerKey"],
+        "requestBody": body(ref("DecryptExternalRequest")),
+        "responses": {"200": response("Recorded.", ref("DecryptExternalResponse")),
+                      **error_responses(400, 401, 409, 500, body_credentials=True)},
+    }}
     query = [parameter(name, "query", text_) for name, text_ in (
         ("partnerId", "Credentials of a key-security partner (or send an `Authorization` header)."),
         ("partnerKey", "The partner key."),

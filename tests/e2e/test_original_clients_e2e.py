@@ -1,6 +1,6 @@
 """Clients generated from the original platform's own published documents (issue 30) run unchanged against the
-session's runner: ShieldConex tokenization (every operation) and Decryptx (``decrypt``, ``healthcheck`` and
-``validateDevice``; ``validatePartner`` and ``decrypt-ext`` are not served here).
+session's runner: ShieldConex tokenization (every operation) and Decryptx (``decrypt``, ``decrypt-ext``,
+``healthcheck`` and ``validateDevice``; ``validatePartner`` is not served here).
 
 The documents are read from ``../shared/original-contracts/`` (or ``$ORIGINAL_CONTRACTS``); the module is skipped
 when they are absent. openapi-python-client generates each client (the generator and the cache of
@@ -264,6 +264,12 @@ def test_decryptx_operations(dx: Original, runner: Runner, onboarded: dict[str, 
     device.update({"partnerId": onboarded["partnerId"], "partnerKey": onboarded["partnerKey"]})
     dx.check("/device/validate", "post", dx.op("validate_device").sync_detailed(
         client=client, body=m.DeviceParam.from_dict(device)), "ValidationResponse")
+    recorded = dx.check("/decrypt-ext", "post", dx.op("decrypt_external").sync_detailed(
+        client=client, body=m.DecryptExternalRequest.from_dict({
+            "reference": body["reference"], "partnerId": onboarded["partnerId"],
+            "partnerKey": onboarded["partnerKey"], "clientId": example["clientId"], "serial": example["serial"],
+            "encrypted": 1, "decrypted": 1, "success": True})), "DecryptExternalResponse")
+    assert (recorded["success"], recorded["decrypted"]) == (True, 1)
     # errors: an unknown device (409), wrong credentials (401 on the health check)
     missing = dx.check("/decrypt", "post", dx.op("decrypt").sync_detailed(
         client=client, body=m.DecryptParam.from_dict({**body, "serial": "NOT-A-DEVICE"})), "DecryptxError")

@@ -94,3 +94,17 @@ def test_healthcheck_checks_credentials_device_and_key(platform, partner):
     status, _, out = call(platform, "ParserFunction", "GET", "/api/healthcheck",
                           query={**query, "partnerKey": "wrong"})
     assert (status, out["errCode"]) == (401, 1105)
+
+
+def test_decrypt_ext_records_counts_and_mirrors_them(platform, partner, caplog):
+    body = {"partnerId": partner["partnerId"], "partnerKey": partner["partnerKey"], "reference": "ext-1",
+            "serial": "DX-1", "encrypted": 3, "decrypted": 2, "success": True, "ip": "10.0.0.1"}
+    status, _, out = call(platform, "ParserFunction", "POST", "/api/decrypt-ext", body)
+    assert status == 200 and (out["success"], out["decrypted"], out["reference"]) == (True, 2, "ext-1"), out
+    assert any(getattr(r, "event", None) == "decrypt_external" and r.encrypted == 3 for r in caplog.records)
+    status, _, out = call(platform, "ParserFunction", "POST", "/api/decrypt-ext", {**body, "success": False})
+    assert (status, out["success"]) == (200, False)  # mirrored, as the original
+    for bad, code, http in (({"decrypted": -1}, 2101, 400), ({"success": "yes"}, 2101, 400),
+                            ({"serial": "NOPE"}, 1202, 409)):
+        status, _, out = call(platform, "ParserFunction", "POST", "/api/decrypt-ext", {**body, **bad})
+        assert (status, out["errCode"]) == (http, code), (bad, out)

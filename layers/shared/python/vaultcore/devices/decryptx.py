@@ -20,6 +20,10 @@ check that encrypted data is what it claims to be.
 Clear values go only into the answer to the authenticated partner (as the parser answers them): nothing here
 logs a value, a KSN or a key; messages are fixed texts.
 
+``POST /api/decrypt-ext`` records a decryption done elsewhere, as the original's logging hook: the caller and the
+device are checked as for ``decrypt``; the counts (never a value) go to the log and the outcome to the
+DecryptResults metric (:func:`decrypt_external_endpoint`).
+
 ``GET /api/healthcheck?partnerId=&partnerKey=&serial=&clientId=&reference=`` checks what a decryption needs for
 that device without a payload: the credentials (1101-1105), the device (1202/1203), its BDK (the key store or the
 HSM answers) and the DUKPT engine: a synthetic block encrypted and decrypted under the device's BDK and a
@@ -47,8 +51,9 @@ from vaultcore.devices.parser import ParserError
 from vaultcore.devices.profiles import profile_for
 from vaultcore.devices.registry import Bdk, Device, bdk_key_material, load_bdk, load_device
 from vaultcore.errors import Conflict, DependencyError, ValidationError, VaultError
+from vaultcore.logs import get_logger
 
-__all__ = ["decrypt_endpoint", "healthcheck_endpoint", "MAX_VALUES", "ENCRYPTED_INVALID", "ENCODING_INVALID",
+__all__ = ["decrypt_endpoint", "decrypt_external_endpoint", "healthcheck_endpoint", "MAX_VALUES", "ENCRYPTED_INVALID", "ENCODING_INVALID",
            "CARD_DATA_CHECK"]
 
 #: Values per decrypt call (the original's limit).
@@ -56,6 +61,7 @@ MAX_VALUES = 100
 ENCRYPTED_INVALID = 2101
 ENCODING_INVALID = 2102
 CARD_DATA_CHECK = 2105
+_log = get_logger("devices.decryptx")
 #: 13 to 19 digits, alone or inside text: a card number if Luhn-valid (the hasCcData check).
 _DIGIT_RUNS = re.compile(r"\d{13,19}")
 
@@ -188,6 +194,34 @@ def _decrypt(request: Request) -> Response:
     decrypted = [_decrypt_one(bdk, ksn, iv, variant, encoding, has_cc == "1", name, value)
                  for name, value in entries]
     return success({"decrypted": decrypted}, _echo(reference))
+
+
+def _count(body: dict[str, Any], member: str) -> int:
+    value = body.get(member)
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0 or value != int(value) \
+            or value > 1_000_000:
+        raise ValidationError(f"{member} must be a whole number of values.", code=ENCRYPTED_INVALID)
+    return int(value)
+
+
+def decrypt_external_endpoint(request: Request) -> Response:
+    """``POST /api/decrypt-ext``: the original's record of a decryption done elsewhere (a partner's own HSM). The
+    caller and its device are checked as for ``decrypt``; the outcome is counted in the DecryptResults metric
+    (``success``, or 1303 "nothing could be decrypted") and logged as counts only (``encrypted``, ``decrypted``, serial), never a
+    value. The answer mirrors ``success``, ``reference`` and ``decrypted``, as the original's."""
+    body = json_object_body(request)
+    reference = reference_of(body)
+    caller = authenticate(request, body, body_credentials=True)
+    device, _bdk = _device(caller.partner_id, body.get("serial"), body.get("clientId"))
+    encrypted, decrypted = _count(body, "encrypted"), _count(body, "decrypted")
+    succeeded = body.get("success")
+    if not isinstance(succeeded, bool):
+        raise ValidationError("success must be true or false.", code=ENCRYPTED_INVALID)
+    metrics.decrypt_result("success" if succeeded else 1303)  # 1303: nothing could be decrypted
+    _log.info("external decryption recorded", extra={
+        "partner_id": caller.partner_id, "serial": device.serial, "encrypted": encrypted, "decrypted": decrypted,
+        "succeeded": succeeded, "event": "decrypt_external"})
+    return success({"success": succeeded, "decrypted": decrypted}, _echo(reference))
 
 
 def healthcheck_endpoint(request: Request) -> Response:
