@@ -326,6 +326,34 @@ class Platform:
         with subscriptions.capture(function, self.invoke):  # CloudWatch Logs subscription filters (template)
             return self.modules[function].lambda_handler(event, ctx)
 
+    def unknown_route(self, path: str) -> tuple[int, dict[str, str], bytes] | None:
+        """What API Gateway answers for ``path`` when no route has it, where the template says (an API's
+        ``GatewayResponses`` MISSING_AUTHENTICATION_TOKEN, what a REST API answers for an unknown path); None for
+        the default. Every API shares the runner's one origin, so the path's API is the one whose routes share the
+        most leading segments with it (at least two, and one API only: ``/api/nope`` belongs to none)."""
+        segments = path.strip("/").split("/")
+        best: dict[str, int] = {}
+        for r in self.routes:
+            shared = 0
+            for a, b in zip(r.path.strip("/").split("/"), segments, strict=False):
+                if a != b:
+                    break
+                shared += 1
+            best[r.api] = max(best.get(r.api, 0), shared)
+        top = max(best.values(), default=0)
+        owners = [api for api, n in best.items() if n == top]
+        if top < 2 or len(owners) != 1:
+            return None
+        props = (self.resources.get(owners[0]) or {}).get("Properties") or {}
+        answer = (props.get("GatewayResponses") or {}).get("MISSING_AUTHENTICATION_TOKEN")
+        if not answer:
+            return None
+        body = answer.get("ResponseTemplates", {}).get("application/json", "")
+        headers = {k: str(v).strip("'") for k, v in
+                   ((answer.get("ResponseParameters") or {}).get("Headers") or {}).items()}
+        return (int(answer.get("StatusCode", 403)), {"Content-Type": "application/json", **headers},
+                body.replace("$context.requestId", str(uuid.uuid4())).encode())
+
     def match(self, method: str, path: str) -> tuple[Route, dict[str, str]] | None:
         allowed = False
         for r in self.routes:
@@ -537,6 +565,9 @@ def make_http_handler(platform: Platform) -> type[BaseHTTPRequestHandler]:
                     return self._reply(status, headers, payload)
             found = platform.match(self.command, path)
             if found is None:
+                declared = platform.unknown_route(path)  # the API's GatewayResponses, as API Gateway answers
+                if declared is not None:
+                    return self._reply(*declared)
                 return self._reply(404, {"Content-Type": "application/json"}, b'{"message": "Not Found"}')
             route, params = found
             if route is None:

@@ -26,6 +26,8 @@ SECURE_CODES: dict[int, str] = {
     1006: "Refused by the input gate: body too large, JSON nested deeper than 32 or with an array over 10,000 items "
           "or an object over 1,000 members, a lone surrogate, too many or too long headers or query parameters, "
           "text that is not UTF-8 (HTTP 400).",
+    1007: "No such route: a path the API does not have (HTTP 404; API Gateway's own answer, whose `messageId` is "
+          "its request id).",
     1101: "Body credentials: `partnerId` missing (HTTP 400).",
     1102: "Body credentials: `partnerKey` missing (HTTP 400).",
     1103: "Body credentials of a key-security partner: partner not found (HTTP 401).",
@@ -40,6 +42,13 @@ SECURE_CODES: dict[int, str] = {
     2000: "`deviceType` missing (HTTP 400).",
     2001: "`deviceType` unknown, or not the registered device's type (HTTP 400).",
     2100: "Device payload missing or not hexadecimal, or a payload format the device type does not send (HTTP 400).",
+    2101: "Decryptx `decrypt`: `encrypted` missing, empty, more than 100 values, or an entry without a string "
+          "`name` and a non-empty string `value`; `decrypt-ext`: a count that is not a whole number, or `success` "
+          "not a boolean (HTTP 400).",
+    2102: "Decryptx `decrypt`: `decryptionParameters.encoding` not `base64` or `hex`, a value, `sequenceNumber` "
+          "or `cbcVector` not in that encoding, or `hasCcData` not \"1\" or \"0\" (HTTP 400).",
+    2105: "Decryptx `decrypt`, per value (`hasCcData` \"1\"): the value holds a card number before decryption, "
+          "or none after it (the value's `code`, HTTP 200).",
     2110: "Payload size cannot be split into the fields its lengths and flags declare (HTTP 400).",
     2120: "Unsupported status or flags, no encrypted track 1/2, or a payload cipher the device's BDK cannot use "
           "(HTTP 400).",
@@ -92,7 +101,8 @@ TOKEN_CODES: dict[int, tuple[str, bool]] = {
            False),
     3041: ("The template's `accessMode` does not allow detokenization (its latest version decides) (HTTP 403).",
            False),
-    3042: ("Batch: `items` missing, empty, not an array, or more than 1,000 items (HTTP 400).", False),
+    3042: ("Batch: `batches` (or `items`) missing, empty, not an array, or more than 1,000 entries (HTTP 400).",
+           False),
     3043: ("Batch item: not an object, or its `reference` is not a string of at most 50 characters (in the "
            "item's entry).", False),
     3044: ("Batch item: not processed, the request's work budget (5 s) ran out; send it again (in the item's "

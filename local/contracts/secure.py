@@ -57,6 +57,13 @@ def secure_schemas(table: dict[int, str]) -> dict[str, Any]:
         }, ("success", "errMessage", "errCode"),
             description="Exactly `{\"success\": false, \"errMessage\": \"Authentication required.\", "
                         "\"errCode\": 1003}` for every authentication failure, whatever the cause."),
+        "RouteNotFound": obj({
+            "success": {"const": False}, "errCode": {"const": 1007},
+            "messageId": text(description="API Gateway's request id (not 25 digits: no function ran)."),
+            "errMessage": {"type": "string"},
+        }, ("success", "messageId", "errCode", "errMessage"),
+            description="HTTP 404 for a path this API does not have (API Gateway's gateway response: no function "
+                        "runs), in the shape of the original's error bodies."),
         "Success": obj({"success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID},
                        ("success", "messageId")),
     }
@@ -80,6 +87,20 @@ def error_responses(*statuses: int, body_credentials: bool = False) -> dict[str,
     return out
 
 
+def tokenization_errors(*statuses: int) -> dict[str, Any]:
+    """The tokenization API's error responses: the original's ErrorResponse (schema ``TokenizationError``)."""
+    text_of = {
+        400: "The request could not be read (1001, 1002, 1006, 3000, 3020-3023, 3042, 3043).",
+        401: "Authentication failed: 1003, the same code and message for every cause.",
+        403: "Not permitted (3040, 3041, 3045).",
+        409: "Invalid data: a template, field, value, token or bfid that cannot be used (3001-3005, 3010-3019, "
+             "3030, 3046), a device that is not registered or active (1202, 1203).",
+        500: "Internal error (errCode 1): a dependency is unavailable.",
+        503: "The request's work budget ran out (3044): send the batch again.",
+    }
+    return {str(st): response(text_of[st], ref("TokenizationError")) for st in statuses}
+
+
 def _tokenize_schemas() -> dict[str, Any]:
     value = obj({
         "name": text(description="The template field's system name (e.g. `vault_token_card_number`). Not in the "
@@ -90,6 +111,18 @@ def _tokenize_schemas() -> dict[str, Any]:
                                   "digits, e-mail `local@dotted.domain` (3003); lengths from the template (3004)."),
     }, ("name", "value"))
     return {
+        "TokenizationError": obj({
+            "success": {"const": False}, "messageId": MESSAGE_ID, "errCode": ref("ErrorCode"),
+            "errMessage": text(description="Human-readable; never holds a value, a token or a key."),
+            "reference": text(description="The request's `reference`, echoed when it was sent.",
+                              maxLength=MAX_REFERENCE_LENGTH),
+            "itemIndex": {"type": "integer", "minimum": 0,
+                          "description": "A batch in the original's `batches` form: the entry that failed it."},
+            "itemReference": text(description="That entry's `reference`, when it sent a valid one.",
+                                  maxLength=MAX_REFERENCE_LENGTH),
+        }, ("success", "messageId", "errCode", "errMessage"),
+            description="Every error of the tokenization API (the original's ErrorResponse, with `success`). "
+                        "Authentication failures are 1003 with the same message whatever the cause."),
         "TokenValue": value,
         "TokenizeRequest": obj({
             "reference": REFERENCE,
@@ -115,25 +148,60 @@ def _tokenize_schemas() -> dict[str, Any]:
             "values": {"type": "array", "items": value, "description": "Matched by `name` (order not guaranteed)."},
         }, ("success", "messageId", "bfid", "values")),
         "DeleteResponse": obj({"success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
-                               "bfid": BFID_TEXT, "deleted": {"const": True}},
-                              ("success", "messageId", "bfid", "deleted")),
+                               "bfid": BFID_TEXT, "deleted": {"const": True},
+                               "values": {"type": "array", "items": value,
+                                          "description": "Query and delete: the tokens still kept for `read` under "
+                                                         "the bfid (tokenize with `omit`), read just before the "
+                                                         "deletion; empty otherwise."}},
+                              ("success", "messageId", "bfid", "deleted", "values")),
         "BatchTokenizeRequest": obj({
             "reference": REFERENCE,
+            "templateRef": text(_TEMPLATE_REF, "The template of every entry that names none."),
+            "batches": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH_ITEMS,
+                        "items": ref("BatchTokenizeEntry"),
+                        "description": f"The original's form: 1 to {MAX_BATCH_ITEMS} entries (3042), each "
+                                       "tokenized under a new bfid. Wins over `items` when both are sent."},
             "items": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH_ITEMS,
-                      "items": obj({"reference": REFERENCE, "templateRef": text(_TEMPLATE_REF),
-                                    "values": {"type": "array", "items": ref("TokenValue"), "minItems": 1,
-                                               "maxItems": MAX_VALUES}}, ("templateRef", "values"), closed=False),
-                      "description": f"1 to {MAX_BATCH_ITEMS} items (3042), each tokenized on its own under a new "
-                                     "bfid; tokens of a batch are not kept for the read steps."},
-        }, ("items",), closed=False),
+                      "items": ref("BatchTokenizeEntry"),
+                      "description": f"Our form: 1 to {MAX_BATCH_ITEMS} items (3042), each tokenized on its own "
+                                     "under a new bfid and answered on its own."},
+            "omit": {"type": "boolean", "default": False, "description": "As for `tokenize` (`?omit=1`)."},
+        }, (), closed=False, description="`batches` (the original's form) or `items` (ours); neither: 3042."),
+        "BatchTokenizeEntry": obj({"reference": REFERENCE,
+                                   "templateRef": text(_TEMPLATE_REF, "Wins over the body's `templateRef`."),
+                                   "values": {"type": "array", "items": ref("TokenValue"), "minItems": 1,
+                                              "maxItems": MAX_VALUES}}, ("values",), closed=False),
         "BatchDetokenizeRequest": obj({
             "reference": REFERENCE,
+            "batches": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH_ITEMS,
+                        "items": ref("BatchDetokenizeEntry"),
+                        "description": f"The original's form: 1 to {MAX_BATCH_ITEMS} entries (3042). Wins over "
+                                       "`items` when both are sent."},
             "items": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH_ITEMS,
-                      "items": obj({"reference": REFERENCE, "bfid": BFID_TEXT,
-                                    "values": {"type": "array", "items": ref("TokenValue"), "minItems": 1,
-                                               "maxItems": MAX_VALUES}}, ("bfid", "values"), closed=False),
-                      "description": f"1 to {MAX_BATCH_ITEMS} items (3042)."},
-        }, ("items",), closed=False),
+                      "items": ref("BatchDetokenizeEntry"),
+                      "description": f"Our form: 1 to {MAX_BATCH_ITEMS} items (3042), answered on their own."},
+        }, (), closed=False, description="`batches` (the original's form) or `items` (ours); neither: 3042."),
+        "BatchDetokenizeEntry": obj({"reference": REFERENCE, "bfid": BFID_TEXT,
+                                     "values": {"type": "array", "items": ref("TokenValue"), "minItems": 1,
+                                                "maxItems": MAX_VALUES}}, ("bfid", "values"), closed=False),
+        "BfidBatchRequest": obj({
+            "reference": REFERENCE,
+            "batches": {"type": "array", "minItems": 1, "maxItems": MAX_BATCH_ITEMS,
+                        "items": obj({"reference": REFERENCE, "bfid": BFID_TEXT}, ("bfid",), closed=False),
+                        "description": f"1 to {MAX_BATCH_ITEMS} entries (3042)."},
+        }, ("batches",), closed=False),
+        "BatchesEntry": obj({
+            "reference": REFERENCE, "bfid": BFID_TEXT,
+            "values": {"type": "array", "items": value,
+                       "description": "Tokens (tokenize, read, delete) or clear values (detokenize); absent with "
+                                      "`omit=1`, and in a failed `batch/read` or `batch/delete` entry."},
+            "itemIndex": {"type": "integer", "minimum": 0, "description": "A failed read or delete entry."},
+            "errCode": ref("ErrorCode"), "errMessage": {"type": "string"},
+        }, (), closed=False),
+        "BatchesResponse": obj({
+            "success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
+            "batches": {"type": "array", "items": ref("BatchesEntry"), "description": "One per entry, in order."},
+        }, ("success", "messageId", "batches"), description="The answer to a batch in the original's form."),
         # the two kinds of item are named schemas: inline, openapi-python-client (0.29) named both of their
         # `values` item models alike and dropped the result
         "BatchItemResult": obj({"itemIndex": {"type": "integer", "minimum": 0}, "itemReference": nullable(REFERENCE),
@@ -147,9 +215,14 @@ def _tokenize_schemas() -> dict[str, Any]:
                                      "item sent none or an invalid one)."},
         "BatchResponse": obj({
             "success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
-            "succeeded": {"type": "integer", "minimum": 0}, "failed": {"type": "integer", "minimum": 0},
-            "items": {"type": "array", "items": ref("BatchItem")},
-        }, ("success", "messageId", "succeeded", "failed", "items")),
+            "succeeded": {"type": "integer", "minimum": 0, "description": "The `items` form."},
+            "failed": {"type": "integer", "minimum": 0, "description": "The `items` form."},
+            "items": {"type": "array", "items": ref("BatchItem"), "description": "The `items` form: one per item."},
+            "batches": {"type": "array", "items": ref("BatchesEntry"),
+                        "description": "The original's `batches` form: one per entry, in order."},
+        }, ("success", "messageId"),
+            description="One schema for both forms (so a generated client keeps one model): a request with `items` "
+                        "is answered `succeeded`, `failed` and `items`; one with `batches`, `batches`."),
         "TemplateValidateRequest": obj({"reference": REFERENCE, "templateRef": text(
             description="The template to check (missing or not a string: 3000).")}, ("templateRef",), closed=False),
         "TemplateValidateResponse": obj({
@@ -163,8 +236,17 @@ def _tokenize_schemas() -> dict[str, Any]:
             "detokenize": {"type": "boolean", "description": "Whether this partner may detokenize under it "
                                                              "(accessMode and permission)."},
         }, ("success", "messageId", "templateRef", "exists", "active", "usable", "fields", "detokenize")),
-        "HealthResponse": obj({"success": {"const": True}, "messageId": MESSAGE_ID, "status": {"const": "ok"}},
-                              ("success", "messageId", "status")),
+        "HealthResponse": obj({
+            "success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
+            "status": {"const": "ok", "description": "The credential-free probe (no `templateRef`/`bfid`)."},
+            "bfid": text(description="The original's health check: the bfid of the values tokenized, or the one "
+                                     "detokenized under."),
+            "values": {"type": "array", "items": value,
+                       "description": "The original's health check: the tokens (tokenize) or the clear values "
+                                      "(detokenize), matched by `name`."},
+        }, ("success", "messageId"),
+            description="One schema for both answers, so a client's model keeps `success` and `status`: the probe "
+                        "answers `status`, the original's health check `bfid` and `values`."),
         "TokenizeResponse": obj({
             "success": {"const": True}, "reference": REFERENCE, "messageId": MESSAGE_ID,
             "bfid": text(f"[A-Za-z0-9_-]{{{BFID_MIN_LENGTH},{BFID_TEXT_MAX_LENGTH}}}",
@@ -273,14 +355,14 @@ def build() -> dict[str, Any]:
                 "reference": "t-1", "templateRef": "DEMO",
                 "values": [{"name": "vault_token_card_number", "value": "4242424242424242"}]}),
             "responses": {"200": response("The tokens and their bfid.", ref("TokenizeResponse")),
-                          **error_responses(400, 401, 409, 500)},
+                          **tokenization_errors(400, 401, 403, 409, 500)},
         }},
     }
     paths["/api/tokenization/tokenize"]["post"]["parameters"] = [parameter(
         "omit", "query", "`1`: the answer leaves `values` out and the tokens are kept for one `read` (one hour); "
                          "`2`: the answer carries them and they are kept for `read` too; `0` (or none): kept for "
-                         "the gateway's read step only. Not 0, 1 or 2: 3022. The query string is not part of the "
-                         "HMAC signature (the canonical resource is the path).",
+                         "the gateway's read step only (`1.0` is read as `1`). Not 0, 1 or 2: 3022. The query "
+                         "string is not part of the HMAC signature (the canonical resource is the path).",
         {"type": "string", "enum": ["0", "1", "2"]})] + DEVICE_HEADERS
     signed: dict[str, Any] = {"security": header_security, "tags": ["tokenization"]}
     paths["/api/tokenization/detokenize"] = {"post": {
@@ -292,8 +374,7 @@ def build() -> dict[str, Any]:
                        "written before the values are answered.",
         "requestBody": body(ref("DetokenizeRequest")),
         "responses": {"200": response("The clear values, matched by name.", ref("ValuesResponse")),
-                      **error_responses(400, 401, 500),
-                      "403": response("Not permitted (3040, 3041).", ref("SecureError"))}}}
+                      **tokenization_errors(400, 401, 403, 409, 500)}}}
     paths["/api/tokenization/read"] = {"post": {
         "operationId": "readTokens", **signed, "summary": "The tokens kept for a bfid, once",
         "description": "The tokens of a tokenize with `?omit=1`/`?omit=2` (or of the payment iFrame), once per bfid "
@@ -310,43 +391,76 @@ def build() -> dict[str, Any]:
             text("[\\x20-\\x7e]{1,255}"))],
         "requestBody": body(ref("BfidRequest")),
         "responses": {"200": response("The tokens.", ref("ValuesResponse")),
-                      **error_responses(400, 401, 500),
-                      "409": response("Read already (3018).", ref("SecureError"))}}}
+                      **tokenization_errors(400, 401, 403, 409, 500)}}}
     paths["/api/tokenization/delete"] = {"post": {
         "operationId": "deleteBfid", **signed, "summary": "Delete a bfid (revocation)",
-        "description": "Idempotent. Afterwards no token under the bfid (or any extension of it) detokenizes or "
+        "description": "Idempotent. Answers the tokens still kept for `read` under the bfid (query and delete; "
+                       "none otherwise). Afterwards no token under the bfid (or any extension of it) detokenizes or "
                        "reads again, anywhere (3017; proxy and gateway too): within 1 s in every container.",
         "requestBody": body(ref("BfidRequest")),
-        "responses": {"200": response("Deleted.", ref("DeleteResponse")), **error_responses(400, 401, 500)}}}
-    batch_text = (f"Up to {MAX_BATCH_ITEMS} items (3042), each with its own `reference`; one signature covers the "
-                  "whole batch. Each item succeeds or fails on its own: its entry carries `itemIndex` and "
-                  "`itemReference`, and `errCode`/`errMessage` when it failed. Work is bounded: items are processed "
-                  f"within {BATCH_BUDGET_SECONDS:g} s of work; the rest answer 3044.")
+        "responses": {"200": response("Deleted.", ref("DeleteResponse")),
+                      **tokenization_errors(400, 401, 409, 500)}}}
+    batch_text = (f"Two forms, up to {MAX_BATCH_ITEMS} entries (3042); one signature covers the whole batch. The "
+                  "original's `batches` answers `batches`, or the error of its first failed entry (`itemIndex`, "
+                  "`itemReference`). Our `items` answers each item on its own: its entry carries `itemIndex` and "
+                  "`itemReference`, and `errCode`/`errMessage` when it failed. Work is bounded: entries are "
+                  f"processed within {BATCH_BUDGET_SECONDS:g} s of work; the rest answer 3044.")
+    answer = ref("BatchResponse")
     paths["/api/tokenization/batch/tokenize"] = {"post": {
         "operationId": "batchTokenize", **signed, "summary": "Tokenize many items",
-        "description": batch_text + " Batch tokens are not kept for the read steps.",
+        "description": batch_text + " Tokens are kept for `read` only with `omit`, as for `tokenize`.",
+        "parameters": [paths["/api/tokenization/tokenize"]["post"]["parameters"][0]],
         "requestBody": body(ref("BatchTokenizeRequest")),
-        "responses": {"200": response("One entry per item.", ref("BatchResponse")), **error_responses(400, 401, 500)}}}
+        "responses": {"200": response("One entry per item.", answer),
+                      **tokenization_errors(400, 401, 403, 409, 500, 503)}}}
     paths["/api/tokenization/batch/detokenize"] = {"post": {
         "operationId": "batchDetokenize", **signed, "summary": "Detokenize many items",
         "description": batch_text + " Needs the detokenize permission (3040 for the whole request); each item's "
                                     "template its accessMode (3041 in the item); one audit record per item.",
         "requestBody": body(ref("BatchDetokenizeRequest")),
-        "responses": {"200": response("One entry per item.", ref("BatchResponse")), **error_responses(400, 401, 500),
-                      "403": response("Not permitted (3040).", ref("SecureError"))}}}
+        "responses": {"200": response("One entry per item.", answer),
+                      **tokenization_errors(400, 401, 403, 409, 500, 503)}}}
+    for kind, summary, what in (("read", "Read the tokens kept for many bfids, once each", "`read`"),
+                                ("delete", "Delete many bfids, answering their kept tokens", "`delete`")):
+        paths[f"/api/tokenization/batch/{kind}"] = {"post": {
+            "operationId": f"batch{kind.capitalize()}", **signed, "summary": summary,
+            "description": f"{what} of each entry, in order. Its effect is for good, so a failed entry does not "
+                           "fail the others: it carries `itemIndex`, `errCode` and `errMessage` instead of `values`.",
+            **({"parameters": paths["/api/tokenization/read"]["post"]["parameters"]} if kind == "read" else {}),
+            "requestBody": body(ref("BfidBatchRequest")),
+            "responses": {"200": response("One entry per bfid.", ref("BatchesResponse")),
+                          **tokenization_errors(400, 401, 409, 500)}}}
     paths["/api/template/validate"] = {"post": {
         "operationId": "templateValidate", **signed, "summary": "Does a template exist and is it usable?",
+        "description": "As the original: HTTP 200 only for a template this partner can use (built-in included); an "
+                       "unknown template, another partner's, or a ref in another case is the error 3001 (HTTP "
+                       "409).",
         "requestBody": body(ref("TemplateValidateRequest")),
         "responses": {"200": response("Whether it exists, its field names.", ref("TemplateValidateResponse")),
-                      **error_responses(400, 401, 500)}}}
-    for kind in ("tokenize", "detokenize"):
+                      **tokenization_errors(400, 401, 409, 500)}}}
+    names_values = [
+        parameter("fieldNames", "query", "Field names, `|`-separated (the original's health checks)."),
+        parameter("fieldValues", "query", "Values (tokenize: clear; detokenize: tokens), `|`-separated, matched to "
+                                          "`fieldNames` by position (3021 when the counts differ)."),
+        parameter("reference", "query", "Echoed, as a body's `reference` (at most 50 characters, 1002)."),
+    ]
+    for kind, key in (("tokenize", "templateRef"), ("detokenize", "bfid")):
         paths[f"/api/healthcheck/{kind}"] = {"get": {
-            "operationId": f"healthcheck{kind.capitalize()}", "tags": ["tokenization"], "security": [{}],
-            "summary": f"Health of {kind} (no credentials)",
-            "description": "A synthetic value round-trips through the token engine under a random key of the "
-                           "container (no partner key) and the Tokens table answers one read. Reveals nothing.",
-            "responses": {"200": response("Healthy.", ref("HealthResponse")),
-                          "500": response("Unhealthy (errCode 1).", ref("SecureError"))}}}
+            "operationId": f"healthcheck{kind.capitalize()}", "tags": ["tokenization"],
+            "security": [*header_security, {}],
+            "summary": f"Health of {kind}: a real {kind} call, or a credential-free probe",
+            "description": f"With `{key}`, `fieldNames` and `fieldValues` (the original's health check): an "
+                           f"authenticated `{kind}` of those values through the tokens service, answered as "
+                           f"`{kind}` is" + (" (nothing is kept)" if kind == "tokenize" else
+                                             " (its permission, accessMode, use policy and audit record)") +
+                           f". Without `{key}`: no credentials; a synthetic value round-trips through the token "
+                           "engine under a random key of the container (no partner key) and the Tokens table "
+                           "answers one read. Reveals nothing.",
+            "parameters": [parameter(key, "query", f"The {'template' if kind == 'tokenize' else 'bfid'} to "
+                                                   f"{kind} under: makes this a real, authenticated call."),
+                           *names_values],
+            "responses": {"200": response("Healthy: the probe's status, or the call's answer.", ref("HealthResponse")),
+                          **tokenization_errors(400, 401, 403, 409, 500)}}}
     authdebug: dict[str, Any] = {
         "tags": ["authdebug"], "summary": "Explain an Authorization header (certification environment only)",
         "description": "Reads no key from any store: the key is `secret` unless the `key` header overrides it; RSA "

@@ -76,9 +76,10 @@ def _version(package: str) -> str:
     return version(package)
 
 
-def _generated(generator: str, api: str, command: list[str]) -> tuple[Path, str]:
-    """The output of ``command`` (which writes to ``{out}``) for one document, cached by the document's hash."""
-    document = DOCUMENTS / f"{api}.json"
+def _generated(generator: str, api: str, command: list[str], document: Path | None = None) -> tuple[Path, str]:
+    """The output of ``command`` (which writes to ``{out}``) for one document (``openapi/<api>.json`` unless
+    ``document`` is given), cached by the document's hash."""
+    document = document or DOCUMENTS / f"{api}.json"
     key = hashlib.sha256(document.read_bytes() + " ".join(command).encode()).hexdigest()[:16]
     out = CACHE / f"{generator}-{api}-{key}"
     if not (out / ".done").exists():

@@ -70,7 +70,7 @@ def test_tokenize_omit_read_once_delete_then_detokenize_refused(runner, partner)
         assert status == 200 and out["deleted"] is True
     status, out = _post(runner, partner, "/api/tokenization/detokenize",
                         {"bfid": bfid, "values": [{"name": "vault_token_card_number", "value": token}]})
-    assert (status, out["errCode"]) == (400, 3017)
+    assert (status, out["errCode"]) == (409, 3017)
 
 
 def test_a_batch_of_1000_with_bad_items_17_and_503(runner, partner):

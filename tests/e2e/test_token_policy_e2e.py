@@ -207,7 +207,7 @@ def _stored_tokens(world: World, etoken: str) -> dict:
 def test_gateway_tokenize_that_stores_refuses_a_cvv(world):
     status, out = world.api("/api/tokenization/tokenize", {"templateRef": "GATEWAY", "values": [
         {"name": "vault_token_card_number", "value": CARD}, {"name": CVV_NAME, "value": CVV}]})
-    assert (status, out["errCode"]) == (400, 3046), out
+    assert (status, out["errCode"]) == (409, 3046), out
 
 
 def test_no_cvv_token_of_a_charged_capture_and_no_clear_cvv_or_pan_in_any_table(world):

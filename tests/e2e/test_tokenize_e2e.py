@@ -94,7 +94,7 @@ def test_basic_auth_for_the_key_partner_and_errors(runner):
                                    ({"nope": "x"}, runner.demo["template"], 3002),
                                    ({"vault_token_zip": "30301"}, "NOSUCH", 3001)):
         status, answer = _post(runner, _body(values, templateRef=template))
-        assert (status, answer["errCode"], answer["reference"]) == (400, code, "e2e-tok")
+        assert (status, answer["errCode"], answer["reference"]) == (409, code, "e2e-tok")  # "Invalid data"
         assert "4242424242424241" not in answer["errMessage"]
 
 

@@ -72,8 +72,8 @@ def test_every_api_is_checked_on_success_and_error_answers(runner):
     body = json.dumps({"reference": "c-t", "templateRef": "DEMO",
                        "values": [{"name": "vault_token_card_number", "value": "4242424242424242"}]}).encode()
     assert call("/api/tokenization/tokenize", body, _hmac(partner, "/api/tokenization/tokenize", body))[0] == 200
-    body = b'{"templateRef": "NOSUCHTEMPLATE", "values": [{"name": "x", "value": "y"}]}'
-    assert call("/api/tokenization/tokenize", body, _hmac(partner, "/api/tokenization/tokenize", body))[0] == 400
+    body = b'{"templateRef": "NOSUCHTEMPLATE", "values": [{"name": "x", "value": "y"}]}'  # "Invalid data"
+    assert call("/api/tokenization/tokenize", body, _hmac(partner, "/api/tokenization/tokenize", body))[0] == 409
     assert call("/api/v1/authdebug", b"{}", {"Authorization": "Hmac username=x"})[0] == 200
     # parser API
     parser = {**creds, "deviceType": "terminal", "deviceSerial": "DEMO-TERM-0001", "ksn": "FFFF9876543210E00001"}

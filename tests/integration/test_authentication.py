@@ -131,6 +131,22 @@ def test_key_partner_may_use_basic(platform):
     assert _validate(platform, {"Authorization": wrong}, b"{}")["body"] == AUTH_REQUIRED_BODY
 
 
+def test_a_partner_created_without_api_security_is_on_key_security(platform):
+    """The default is the original platform's: Basic with partnerId:partnerKey works, and so does HMAC."""
+    status, p = admin(platform, "POST", "/admin/v1/partners", {"name": "Moved Over Inc"})
+    assert (status, p["apiSecurity"]) == (201, "key")
+    basic = "Basic " + base64.b64encode(f"{p['partnerId']}:{p['partnerKey']}".encode()).decode()
+    assert _validate(platform, {"Authorization": basic}, b"{}")["statusCode"] == 200
+    signed = build_hmac_header(p["partnerId"], p["hmacKey"].encode(), PATH, b"{}", timestamp=int(clock.now()))
+    assert _validate(platform, {"Authorization": signed}, b"{}")["statusCode"] == 200
+
+
+def test_an_hmac_partner_refuses_its_own_valid_basic_credentials(platform, partner):
+    """The spec's rule: a partner whose API security is HMAC accepts HMAC only, even with the right key."""
+    basic = "Basic " + base64.b64encode(f"{partner['partnerId']}:{partner['partnerKey']}".encode()).decode()
+    assert _validate(platform, {"Authorization": basic}, b"{}")["body"] == AUTH_REQUIRED_BODY
+
+
 def test_reference_longer_than_50_is_a_validation_error(platform, partner):
     body = json.dumps({"reference": "x" * 51}).encode()
     header = build_hmac_header(partner["partnerId"], partner["key"], PATH, body)

@@ -39,7 +39,7 @@ PROFILE = os.environ.get("HYPOTHESIS_PROFILE", "fuzz-ci")
 
 FAMILY = {  # logical function id -> API family (functions/<name>/app.py)
     "AuthDebugFunction": "secure", "DeviceValidateFunction": "secure", "ParserFunction": "secure",
-    "PartnerValidateFunction": "secure", "TokenizeFunction": "secure", "ProxyFunction": "proxy",
+    "PartnerValidateFunction": "secure", "TokenizeFunction": "tokenization", "ProxyFunction": "proxy",
     "GatewayFunction": "gateway", "ReportingFunction": "gateway", "CheckoutFunction": "checkout",
     "WalletDomainFunction": "wallet", "WalletSessionFunction": "wallet", "ManagementFunction": "admin",
     "CollectorFunction": "collector",
@@ -106,8 +106,10 @@ def check_answer(function: str, status: int, text: str, where: Any) -> None:
     family = FAMILY[function]
     if not isinstance(payload, dict):
         return
-    if family == "secure" and payload.get("success") is False:
+    if family in ("secure", "tokenization") and payload.get("success") is False:
         assert isinstance(payload.get("errCode"), int) and isinstance(payload.get("errMessage"), str), where
+        if family == "tokenization":  # the original's ErrorResponse: every error has its messageId
+            assert isinstance(payload.get("messageId"), str), where
     elif family == "proxy" and status >= 400:
         assert set(payload) == {"success", "code", "message"} and payload["success"] is False, where
     elif family == "gateway" and payload.get("error") is True:

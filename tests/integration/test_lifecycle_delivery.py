@@ -240,7 +240,7 @@ def test_a_read_whose_answer_was_lost_is_recovered_by_its_caller_only(platform, 
                                raw, timestamp=int(clock.now()))
     status, _, late = call(platform, "TokenizeFunction", "POST", "/api/tokenization/read", raw,
                            {"Authorization": signed, **key})
-    assert (status, late.get("errCode")) == (400, 3011), late
+    assert (status, late.get("errCode")) == (409, 3011), late
 
 
 def test_the_claim_admits_one_first_copy_its_own_returns_and_a_requeued_copy(platform, monkeypatch):

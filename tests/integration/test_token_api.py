@@ -94,7 +94,7 @@ def test_omit_2_answers_values_and_keeps_them_readable(platform, partner):
 def test_without_omit_nothing_is_kept_for_read_and_bad_omit_is_3022(platform, partner):
     answer = tokenize(platform, partner)
     status, _, out = post(platform, partner, "/api/tokenization/read", {"bfid": answer["bfid"]})
-    assert (status, out["errCode"]) == (400, 3019)
+    assert (status, out["errCode"]) == (409, 3019)
     for bad in ("3", "yes", ""):
         body = {"templateRef": "CARDS", "values": [{"name": "vault_token_card_number", "value": PAN}]}
         status, _, out = post(platform, partner, "/api/tokenization/tokenize", body, query={"omit": bad})
@@ -119,10 +119,10 @@ def test_read_outside_the_window_or_of_a_forged_bfid(platform, partner):
     clock.set_offset(0)
     for bfid in (answer["bfid"][:-2] + "AA", None, 7):
         status, _, out = post(platform, partner, "/api/tokenization/read", {"bfid": bfid})
-        assert (status, out["errCode"]) == (400, 3010)
+        assert (status, out["errCode"]) == (409, 3010)
     other = _partner(platform)
     status, _, out = post(platform, other, "/api/tokenization/read", {"bfid": answer["bfid"]})
-    assert (status, out["errCode"]) == (400, 3010)
+    assert (status, out["errCode"]) == (409, 3010)
 
 
 def test_ten_concurrent_reads_one_success(platform, partner):
@@ -171,11 +171,11 @@ def test_delete_revokes_everywhere_and_is_idempotent(platform, partner):
         assert status == 200 and out["deleted"] is True and out["bfid"] == bfid, out
     service.reset_caches()  # another container: the revocation record, not this one's cache, refuses
     status, _, out = post(platform, partner, "/api/tokenization/read", {"bfid": bfid})
-    assert (status, out["errCode"]) == (400, 3017)
+    assert (status, out["errCode"]) == (409, 3017)
     status, _, out = post(platform, partner, "/api/tokenization/detokenize",
                           {"bfid": bfid, "values": [{"name": "vault_token_card_number",
                                                      "value": tokens["vault_token_card_number"]}]})
-    assert (status, out["errCode"]) == (400, 3017)
+    assert (status, out["errCode"]) == (409, 3017)
     for fn in (lambda: service.read_stored_tokens(partner["partnerId"], bfid),
                lambda: service.detokenize_values(partner["partnerId"], bfid, tokens),
                lambda: service.detokenize_pairs(partner["partnerId"], bfid, list(tokens.items())),
@@ -242,11 +242,11 @@ def test_detokenize_refuses_irreversible_and_not_issued_tokens(platform, partner
     bfid = answer["bfid"]
     status, _, out = post(platform, partner, "/api/tokenization/detokenize",
                           {"bfid": bfid, "values": [{"name": "secret_code", "value": tokens["secret_code"]}]})
-    assert (status, out["errCode"]) == (400, 3012)
+    assert (status, out["errCode"]) == (409, 3012)
     wrong = PAN[:6] + "000000" + PAN[-4:]
     status, _, out = post(platform, partner, "/api/tokenization/detokenize",
                           {"bfid": bfid, "values": [{"name": "vault_token_card_number", "value": wrong}]})
-    assert (status, out["errCode"]) == (400, 3015)
+    assert (status, out["errCode"]) == (409, 3015)
     status, page = admin(platform, "GET", f"/admin/v1/partners/{partner['partnerId']}/detokenizations")
     assert page["records"] == []  # refused detokenizations reveal nothing and leave no record
 
@@ -348,8 +348,10 @@ def test_template_validate(platform, partner):
     assert out["fields"] == [f["name"] for f in FIELDS] and out["accessMode"] == "detokenize"
     status, _, out = post(platform, partner, "/api/template/validate", {"templateRef": "GATEWAY"})
     assert status == 200 and out["builtin"] is True and out["detokenize"] is False
-    status, _, out = post(platform, partner, "/api/template/validate", {"templateRef": "MISSING"})
-    assert status == 200 and out["exists"] is False and out["fields"] == []
+    # the original's ValidateResponse: 200 means usable; an unknown ref (or one in another case) is an error
+    for ref in ("MISSING", "cards"):
+        status, _, out = post(platform, partner, "/api/template/validate", {"templateRef": ref})
+        assert (status, out["errCode"], len(out["messageId"])) == (409, 3001, 25), out
     status, _, out = post(platform, partner, "/api/template/validate", {})
     assert (status, out["errCode"]) == (400, 3000)
 
@@ -362,9 +364,12 @@ def test_healthchecks_need_no_credentials_and_reveal_nothing(platform):
 
 def test_every_new_endpoint_answers_1003_without_credentials(platform):
     for path in ("/api/tokenization/detokenize", "/api/tokenization/read", "/api/tokenization/delete",
-                 "/api/tokenization/batch/tokenize", "/api/tokenization/batch/detokenize", "/api/template/validate"):
+                 "/api/tokenization/batch/tokenize", "/api/tokenization/batch/detokenize", "/api/tokenization/batch/read",
+                 "/api/tokenization/batch/delete", "/api/template/validate"):
         status, _, out = call(platform, "TokenizeFunction", "POST", path, b'{"bfid": "x"}')
-        assert status == 401 and out == {"success": False, "errMessage": "Authentication required.", "errCode": 1003}
+        # the original's ErrorResponse: a messageId, and nothing else that could differ between causes
+        assert status == 401 and out == {"success": False, "errMessage": "Authentication required.", "errCode": 1003,
+                                         "messageId": out["messageId"]}
 
 
 def test_the_signature_covers_the_path_not_the_query(platform, partner):

@@ -146,6 +146,10 @@ def test_the_tokens_of_a_capture_are_its_accounts_through_every_path_and_for_goo
     assert status == 403 and out["errCode"] in (3041, 3045), out
     status, out = world.api("/api/tokenization/batch/detokenize", {"items": [{"bfid": etoken, "values": pairs}]})
     assert status in (200, 403) and CARD not in json.dumps(out), out
+    # the original's batch form: the whole batch is refused, naming the entry (issue 30)
+    status, out = world.api("/api/tokenization/batch/detokenize", {"batches": [{"bfid": etoken, "values": pairs}]})
+    assert (status, out["itemIndex"]) == (403, 0) and out["errCode"] in (3041, 3045), out
+    assert CARD not in json.dumps(out)
     for actor in (PARTNER, PROXY, gateway_actor(world.sibling.account_id)):
         with pytest.raises(PolicyRefused):
             service.detokenize_pairs(world.partner["partnerId"], etoken, list(tokens.items()), actor=actor)
@@ -197,6 +201,8 @@ def test_a_gateway_capture_stays_its_accounts_after_the_hour_on_every_path(world
     assert status == 403 and out["errCode"] in (3041, 3045), out
     status, out = world.api("/api/tokenization/batch/detokenize", {"items": [{"bfid": bfid, "values": pairs}]})
     assert status in (200, 403) and "4242424242424242" not in json.dumps(out), out
+    status, out = world.api("/api/tokenization/batch/detokenize", {"batches": [{"bfid": bfid, "values": pairs}]})
+    assert (status, out["itemIndex"]) == (403, 0) and "4242424242424242" not in json.dumps(out), out
     for actor in (PARTNER, PROXY, gateway_actor(world.sibling.account_id)):
         with pytest.raises(PolicyRefused):
             service.detokenize_pairs(world.partner["partnerId"], bfid, list(tokens.items()), actor=actor)
@@ -272,7 +278,7 @@ def test_gateway_tokenize_calls_that_store_refuse_a_cvv(world):
     body = {"templateRef": "GATEWAY", "values": [{"name": "vault_token_card_number", "value": CARD},
                                                   {"name": CVV_NAME, "value": "123"}]}
     status, out = world.api("/api/tokenization/tokenize", body)
-    assert status == 400 and out["errCode"] == 3046, out
+    assert status == 409 and out["errCode"] == 3046, out  # the tokenization API's "Invalid data"
     status, out = world.api("/api/tokenization/batch/tokenize", {"items": [body]})  # stores nothing: refused too
     assert status == 200 and out["items"][0]["errCode"] == 3046, out
     assert not any(CVV_NAME in json.dumps(i) for i in _tokens_items())

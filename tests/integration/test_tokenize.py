@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from tests.helpers import admin, call
 from vaultcore import clock
+from vaultcore.api.responses import TOKENIZATION_DATA_CODES
 from vaultcore.auth.hmac_scheme import build_hmac_header
 from vaultcore.cards.luhn import luhn_check_digit
 from vaultcore.devices import simulator
@@ -538,8 +539,9 @@ def test_request_errors(platform, partner):
     for body, code in ERROR_CASES:  # one platform for every case: moto setup dominates a test's time
         raw = json.dumps(body).encode()
         status, _, answer = call(platform, "TokenizeFunction", "POST", PATH, raw, _auth(partner, raw))
-        assert (status, answer["errCode"], answer["success"]) == (400, code, False), (body, answer)
-        assert "messageId" not in answer  # request-validation errors carry no messageId (public facts)
+        expected = 409 if code in TOKENIZATION_DATA_CODES else 400  # the original's "Invalid data"
+        assert (status, answer["errCode"], answer["success"]) == (expected, code, False), (body, answer)
+        assert len(answer["messageId"]) == 25  # the original's ErrorResponse: every error has one
         for entry in body.get("values", []) if isinstance(body.get("values"), list) else []:
             if isinstance(entry.get("value"), str):
                 assert entry["value"] not in answer["errMessage"]
@@ -625,7 +627,7 @@ def test_dev_payload_errors(platform, devices):
     no_card = _partner(platform, fields=[FIELDS[2]], ref="NOCARD")
     status, _, answer = tokenize(platform, no_card, {"email": "a@b.co"}, ref="NOCARD",
                                  headers=_dev_headers(good, "T-1"))
-    assert (status, answer["errCode"]) == (400, 3030)
+    assert (status, answer["errCode"]) == (409, 3030)
 
 
 # ------------------------------------------------------------------------------------------ round trips

@@ -63,3 +63,24 @@ def test_method_not_allowed_is_405_with_allow_and_other_admin_errors_keep_their_
     assert _answer("admin", ValidationError("bad"))[:2] == (400, {"success": False, "errCode": 400,
                                                                   "errMessage": "bad"})
     assert _answer("gateway", DependencyError())[0] == 500 and _answer("wallet", DependencyError())[0] == 500
+
+
+def test_the_tokenization_api_answers_the_original_s_error_response():
+    """A messageId on every error, 409 for data errors, 400 for a request it cannot read, the same 1003 for every
+    authentication failure (only the random messageId differs), and the failing batch entry named."""
+    from vaultcore.tokens.errors import TokenServiceError
+
+    first, second = (_answer("tokenization", AuthenticationFailed(cause))[:2] for cause in ("nonce", "unknown"))
+    assert first[0] == second[0] == 401 and first[1]["messageId"] != second[1]["messageId"]
+    assert {k: v for k, v in first[1].items() if k != "messageId"} == \
+        {k: v for k, v in second[1].items() if k != "messageId"} == \
+        {"success": False, "errCode": 1003, "errMessage": "Authentication required."}
+    invalid = TokenServiceError("value for field x is not valid.", code=3003)
+    invalid.item_index, invalid.item_reference = 2, "e-2"  # type: ignore[attr-defined]
+    status, body, _ = _answer("tokenization", invalid)
+    assert (status, body["errCode"], body["itemIndex"], body["itemReference"]) == (409, 3003, 2, "e-2")
+    assert len(body["messageId"]) == 25 and body["messageId"].isdigit()
+    status, body, _ = _answer("tokenization", TokenServiceError("values must be a list.", code=3020))
+    assert (status, body["errCode"], "itemIndex" in body, len(body["messageId"])) == (400, 3020, False, 25)
+    status, body, _ = _answer("tokenization", InputRejected("too deep"))
+    assert (status, body["errCode"], len(body["messageId"])) == (400, 1006, 25)

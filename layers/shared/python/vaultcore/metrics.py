@@ -235,6 +235,8 @@ def api_of(family: str, resource: str) -> str:
         return "iframe" if resource.startswith(("/api/v4/accounts", "/iframe")) else "management"
     if family == "secure":
         return "parser" if resource.startswith("/api/decrypt") else "secure"
+    if family == "tokenization":  # the tokenization API's own error format, on the secure API
+        return "secure"
     return family if family in APIS else "other"
 
 

@@ -94,7 +94,8 @@ def api_handler(family: str, route: Route, *, aws: tuple[str, ...] = ()
             response = error_response(family, exc)
         except VaultError as exc:
             _log.info("request refused", extra={"code": exc.code, "status": exc.status, "route": request.resource})
-            response = error_response(family, exc, _reference_of(request) if family == "secure" else None)
+            echo = family in ("secure", "tokenization")
+            response = error_response(family, exc, _reference_of(request) if echo else None)
         except Exception:  # noqa: BLE001 - the last line of defence: never a stack trace to the caller
             _log.error("unhandled error", exc_info=True, extra={"route": request.resource})
             response = internal_error_response(family)

@@ -2,6 +2,10 @@
 
 - ``secure`` (secure API and parser): ``{success: false, errCode, errMessage, reference?, messageId?}``;
   every authentication failure is the byte-identical 1003 body; request-validation errors carry no messageId.
+- ``tokenization`` (the tokenization API, on the secure API's host): the original's ErrorResponse
+  ``{success: false, messageId, errCode, errMessage, reference?, itemIndex?, itemReference?}``, a messageId on
+  every error (authentication failures: the same 1003 code and message for every cause), 409 for the data errors
+  of :data:`TOKENIZATION_DATA_CODES`.
 - ``proxy``: ``{success: false, code, message}`` with 8001/8003/8004 and the documented 400 codes.
 - ``admin`` (management API): ``{success: false, errCode, errMessage}`` with 400/404/405/409/500; 405 (a method
   the resource does not have) carries the ``Allow`` header (RFC 9110 §15.5.6).
@@ -25,7 +29,7 @@ from vaultcore.api.http import Response, json_response
 from vaultcore.errors import AuthenticationFailed, PermissionDenied, ValidationError, VaultError
 from vaultcore.ids import message_id
 
-__all__ = ["AUTH_REQUIRED_BODY", "error_response", "internal_error_response"]
+__all__ = ["AUTH_REQUIRED_BODY", "TOKENIZATION_DATA_CODES", "error_response", "internal_error_response"]
 
 # Exactly these bytes for every authentication failure, whatever the cause (spec Authentication, rule 5).
 AUTH_REQUIRED_BODY = '{"success": false, "errMessage": "Authentication required.", "errCode": 1003}'
@@ -40,6 +44,34 @@ def _secure(error: VaultError, reference: str | None) -> Response:
     if not isinstance(error, ValidationError):
         body["messageId"] = message_id()
     return json_response(error.status, body)
+
+
+#: The tokenization API's "Invalid data" codes (HTTP 409, as the original answers a request it could read but
+#: whose data it cannot use): a template, field, value, token or bfid that is not acceptable. A request it could
+#: not read (body, reference, values or batch shape, omit, Idempotency-Key: 1001, 1002, 1006, 3000, 3020-3023,
+#: 3042, 3043) stays 400; permissions 403; the work budget 503.
+TOKENIZATION_DATA_CODES = frozenset({3001, 3002, 3003, 3004, 3005, 3010, 3011, 3012, 3013, 3014, 3015, 3016, 3017,
+                                     3018, 3019, 3030, 3046})
+
+
+def _tokenization(error: VaultError, reference: str | None) -> Response:
+    """The tokenization API's errors in the original's ErrorResponse: ``{success: false, messageId, errCode,
+    errMessage, reference?, itemIndex?, itemReference?}``. Every error carries a messageId (the original's clients
+    log it), the authentication failure too: the same code and message for every cause, so nothing but a random
+    id differs between two of them. Device errors of a tokenize with a payload keep their statuses."""
+    body: dict[str, Any] = {"success": False, "messageId": message_id()}
+    if isinstance(error, AuthenticationFailed):
+        body.update({"errCode": 1003, "errMessage": "Authentication required."})
+        return json_response(401, body)
+    status = 409 if error.code in TOKENIZATION_DATA_CODES and error.status in (400, 409) else error.status
+    body.update({"errCode": error.code, "errMessage": error.message})
+    if reference is not None:
+        body["reference"] = reference
+    if getattr(error, "item_index", None) is not None:
+        body["itemIndex"] = error.item_index  # type: ignore[attr-defined]
+        if getattr(error, "item_reference", None) is not None:
+            body["itemReference"] = error.item_reference  # type: ignore[attr-defined]
+    return json_response(status, body)
 
 
 def _proxy(error: VaultError) -> Response:
@@ -90,7 +122,7 @@ def _gate_code(family: str, error: VaultError) -> VaultError:
     if not isinstance(error, InputRejected):
         return error
     status = 400
-    code = {"secure": 1006, "gateway": 100, "wallet": 100, "admin": 400, "collector": 400}.get(family)
+    code = {"secure": 1006, "tokenization": 1006, "gateway": 100, "wallet": 100, "admin": 400, "collector": 400}.get(family)
     if family == "proxy":
         code = 8100 if error.kind == "text" else 8101
     elif family == "gateway":
@@ -114,6 +146,8 @@ def error_response(family: str, error: VaultError, reference: str | None = None)
                                        **({"reference": reference} if reference is not None else {})})
     if family == "secure":
         return _secure(error, reference)
+    if family == "tokenization":
+        return _tokenization(error, reference)
     if family == "proxy":
         return _proxy(error)
     if family in ("gateway", "wallet"):

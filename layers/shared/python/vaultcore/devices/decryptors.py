@@ -34,13 +34,16 @@ def cipher_usable(scheme: str, cipher: str | None) -> bool:
 
 
 class Decryptor(Protocol):
-    def decrypt(self, bdk: Bdk, ksn: bytes, ciphertext: bytes, variant: str, cipher: str | None = None) -> bytes: ...
+    def decrypt(self, bdk: Bdk, ksn: bytes, ciphertext: bytes, variant: str, cipher: str | None = None,
+                iv: bytes | None = None) -> bytes: ...
 
 
 class SoftwareDukpt:
-    def decrypt(self, bdk: Bdk, ksn: bytes, ciphertext: bytes, variant: str, cipher: str | None = None) -> bytes:
+    def decrypt(self, bdk: Bdk, ksn: bytes, ciphertext: bytes, variant: str, cipher: str | None = None,
+                iv: bytes | None = None) -> bytes:
+        """``iv``: a device's non-zero CBC vector (Decryptx ``cbcVector``); None is the zero vector."""
         if cipher is None or cipher == _NATIVE[bdk.scheme]:
-            return dukpt.decrypt(bdk.scheme, bdk_key_material(bdk), ksn, ciphertext, variant)
+            return dukpt.decrypt(bdk.scheme, bdk_key_material(bdk), ksn, ciphertext, variant, iv)
         if not cipher_usable(bdk.scheme, cipher):
             raise ValueError("this cipher cannot be used with this BDK scheme")  # callers check cipher_usable
         # TDES DUKPT data key used as an AES-128 key (see the module docstring).
@@ -66,7 +69,8 @@ class PaymentCryptographyDukpt:
             self._client = client("payment-cryptography-data")
         return self._client
 
-    def decrypt(self, bdk: Bdk, ksn: bytes, ciphertext: bytes, variant: str, cipher: str | None = None) -> bytes:
+    def decrypt(self, bdk: Bdk, ksn: bytes, ciphertext: bytes, variant: str, cipher: str | None = None,
+                iv: bytes | None = None) -> bytes:
         from botocore.exceptions import BotoCoreError, ClientError
 
         if variant not in _APC_VARIANT:
@@ -75,6 +79,8 @@ class PaymentCryptographyDukpt:
             # DecryptData derives and uses the key of the BDK's own algorithm only.
             raise ValidationError("This payload's cipher is not available with HSM keys.", code=2605)
         block = dukpt.block_size(bdk.scheme)
+        if iv is not None and len(iv) != block:
+            raise dukpt.DecryptionError(f"IV must be {block} bytes", code=2602)
         try:
             out = self._api().decrypt_data(  # type: ignore[attr-defined]
                 KeyIdentifier=bdk.hsm_key_arn, CipherText=ciphertext.hex().upper(),
@@ -82,7 +88,7 @@ class PaymentCryptographyDukpt:
                     "KeySerialNumber": ksn.hex().upper(), "Mode": "CBC",
                     "DukptKeyDerivationType": _APC_DERIVATION[bdk.scheme],
                     "DukptKeyVariant": _APC_VARIANT[variant],
-                    "InitializationVector": "00" * block,
+                    "InitializationVector": iv.hex().upper() if iv is not None else "00" * block,
                 }})
         except ClientError as exc:
             code = exc.response.get("Error", {}).get("Code", "")

@@ -25,11 +25,19 @@ from vaultcore.store import registry
 from vaultcore.store.keys import unwrap_secret, wrap_secret
 
 __all__ = ["Partner", "create_partner", "load_partner", "get_partner", "set_partner_status", "rotate_credential",
-           "partner_key_matches", "hmac_keys_of", "hmac_signing_keys", "DEFAULT_OVERLAP_SECONDS",
+           "partner_key_matches", "hmac_keys_of", "hmac_signing_keys", "DEFAULT_OVERLAP_SECONDS", "API_SECURITY",
+           "DEFAULT_API_SECURITY",
            "invalidate_partner", "issued_hmac_key", "lookup_partner"]
 
 DEFAULT_OVERLAP_SECONDS = 24 * 3600
 API_SECURITY = ("key", "hmac")
+#: The API security of a partner created without ``apiSecurity``. ``key`` (Basic ``partnerId:partnerKey``, HMAC,
+#: and the body credentials where an endpoint takes them) is how the original platform onboards every partner:
+#: its published tokenization and Decryptx clients send Basic or body credentials and cannot sign HMAC, so a
+#: partner moving over would otherwise be refused with 1003 on every call. ``hmac`` (HMAC only, every other
+#: method refused, spec: Authentication) is the stronger choice for partners whose clients can sign: the
+#: operator sets it explicitly (docs/operators/onboarding.md).
+DEFAULT_API_SECURITY = "key"
 PARTNER_ID = re.compile(r"[A-Za-z0-9]{3,40}")  # ASCII letters and digits (the management API's document)
 PARTNER_NAME_TEXT = re.compile(r"\S")  # a name is 1 to 100 characters, not only white space
 _cache: ContainerCache[Partner] = ContainerCache("record_cache_seconds", max_items=2048)

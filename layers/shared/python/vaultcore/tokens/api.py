@@ -26,6 +26,7 @@ in :mod:`vaultcore.tokens.endpoints`; :func:`tokenization_route` dispatches by t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -69,13 +70,18 @@ def _device_values(partner_id: str, request: Request, template_ref: Any, given: 
     return [(name, value) for name, value in found.items() if value and name in template and name not in given]
 
 
+_OMIT = re.compile(r"[012](\.0{1,6})?")
+
+
 def omit_mode(request: Request, body: dict[str, Any]) -> int:
     """0 (answer the tokens), 1 (leave them out, keep them for one read) or 2 (answer and keep): the query's
-    ``omit`` when sent (``0``, ``1`` or ``2``), else the body's boolean ``omit`` (true = 1). 3022 otherwise."""
+    ``omit`` when sent (``0``, ``1`` or ``2``, or the same as a decimal: ``1.0``), else the body's boolean ``omit`` (true = 1). 3022 otherwise."""
     raw = request.query.get("omit")
     if raw is not None:
-        if raw not in ("0", "1", "2"):
+        # The original's document types omit as a number, so its generated clients may send "1.0".
+        if not _OMIT.fullmatch(raw):
             raise TokenServiceError("omit must be 0, 1 or 2.", code=OMIT_INVALID)
+        raw = raw[0]
         if "omit" in body and not isinstance(body["omit"], bool):
             raise TokenServiceError("omit must be true or false.", code=OMIT_INVALID)
         return int(raw)
@@ -111,6 +117,8 @@ ROUTES: dict[str, Callable[[Request], Response]] = {
     "/api/tokenization/delete": endpoints.delete_endpoint,
     "/api/tokenization/batch/tokenize": endpoints.batch_tokenize_endpoint,
     "/api/tokenization/batch/detokenize": endpoints.batch_detokenize_endpoint,
+    "/api/tokenization/batch/read": endpoints.batch_read_endpoint,
+    "/api/tokenization/batch/delete": endpoints.batch_delete_endpoint,
     "/api/template/validate": endpoints.template_validate_endpoint,
     "/api/healthcheck/tokenize": endpoints.healthcheck_endpoint,
     "/api/healthcheck/detokenize": endpoints.healthcheck_endpoint,

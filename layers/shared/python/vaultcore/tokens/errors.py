@@ -30,7 +30,7 @@ probe which case applies.
 | 3023 | 400 | the Idempotency-Key header of read is not 1 to 255 printable ASCII characters |
 | 3040 | 403 | the partner does not hold the detokenize permission |
 | 3041 | 403 | the template's accessMode does not allow detokenization |
-| 3042 | 400 | batch items missing, empty, not an array, or more than the batch limit |
+| 3042 | 400 | batch entries (`batches` or `items`) missing, empty, not an array, or more than the batch limit |
 | 3043 | 400 | (batch item) the item is not an object, or its reference is not a string of at most 50 characters |
 | 3044 | 503 | (batch item) not processed: the request's work budget ran out; send the item again |
 | 3045 | 403 | the tokenization's use policy refuses this use: an iFrame capture (or gateway capture) is used only by its

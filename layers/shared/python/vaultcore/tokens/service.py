@@ -128,7 +128,8 @@ from vaultcore.tokens.validation import ValueRuleError, check_value
 
 __all__ = ["TokenizeResult", "TokenServiceError", "tokenize_values", "detokenize_values", "detokenize_pairs",
            "read_stored_tokens", "read_tokens_once", "delete_bfid", "check_access_mode", "verify_bfid",
-           "detokenize_verified", "revoked_scopes", "scope_owners", "gateway_read", "GatewayRead", "template_for", "READ_WINDOW_SECONDS", "REVOCATION_CACHE_SECONDS", "reset_caches"]
+           "detokenize_verified", "revoked_scopes", "scope_owners", "gateway_read", "GatewayRead", "template_for",
+           "stored_template", "READ_WINDOW_SECONDS", "REVOCATION_CACHE_SECONDS", "reset_caches"]
 
 #: The gateway's read-and-detokenize window (spec Limits: one hour from data capture).
 READ_WINDOW_SECONDS = 3600
@@ -191,6 +192,11 @@ def _template(partner_id: str, template_ref: object) -> StoredTemplate:
     if stored is None:
         raise TokenServiceError("templateRef is not a template of this partner.", code=TEMPLATE_UNKNOWN)
     return stored
+
+
+def stored_template(partner_id: str, template_ref: object) -> StoredTemplate:
+    """The latest version of the partner's template ``template_ref`` (built-in included); 3000/3001 otherwise."""
+    return _template(partner_id, template_ref)
 
 
 def template_for(partner_id: str, template_ref: str) -> Template:
@@ -638,15 +644,38 @@ def read_tokens_once(partner_id: str, bfid: str, read_id: str) -> dict[str, str]
     return {n: t for n, t in _vouched(keys, info, stored, item).items() if not is_cvv(n)}  # never a CVV's token
 
 
-def delete_bfid(partner_id: str, bfid: str) -> None:
+def delete_bfid(partner_id: str, bfid: str) -> dict[str, str]:
     """Delete ``bfid`` (issue 21): its revocation record, then its stored tokens. Idempotent: deleting a deleted
     bfid answers the same. The bfid must verify (3010); the revocation covers its scope, so every extension of
-    it (the same tokenization) is deleted with it."""
-    info, _keys, _stored = _verify(partner_id, bfid, revocation=False)
+    it (the same tokenization) is deleted with it.
+
+    "Query and delete", as the original answers it: the tokens the partner could still have read under the bfid
+    (kept for ``read``, within the window, not bound to an account, not a once-only or consumed capture, never a
+    CVV's: :func:`read_stored_tokens`'s policy), read just before the deletion; nothing otherwise. Deleting is
+    never refused for a tokenization whose tokens are not answered."""
+    info, keys, stored = _verify(partner_id, bfid, revocation=False)
+    tokens = _tokens_before_delete(partner_id, info, keys, stored)
     token_store.revoke_scope(info.scope, partner_id, int(clock.now()))
     _not_revoked.invalidate(info.scope)
     _revoked.put(info.scope, True)
     _log.info("bfid deleted", extra={"partner_id": partner_id, "event": "delete"})
+    return tokens
+
+
+def _tokens_before_delete(partner_id: str, info: BfidInfo, keys: token_keys.TokenKeys, stored: StoredTemplate
+                          ) -> dict[str, str]:
+    """:func:`delete_bfid`'s answer: the tokens the use policy lets the partner's API see, or nothing."""
+    try:
+        check_sealed(keys.mac_key, info, PARTNER)
+        if _revoked.get(info.scope):
+            return {}
+        item = _live_item(info.scope, partner_id, clock.now())
+        check_clear(owner_of_item(item), PARTNER, [])
+    except (TokenServiceError, TokenPermissionDenied):
+        return {}  # sealed to an account, bound, or nothing live: deleted all the same, nothing answered
+    if item.get("readable") is not True or item.get("uses") == "once" or item.get("gateway_read_by") is not None:
+        return {}
+    return {n: t for n, t in _vouched(keys, info, stored, item).items() if not is_cvv(n)}
 
 
 def scope_owners(scopes: set[str]) -> tuple[set[str], dict[str, str | None]]:
