@@ -16,7 +16,7 @@ from vaultcore.cards.tracks import TRACK_FORMATS
 from vaultcore.devices.profiles import profile_names
 from vaultcore.devices.registry import _KCV, _SERIAL, SCHEMES
 from vaultcore.gateway.accounts import OPTION_NAMES
-from vaultcore.partners.service import API_SECURITY, DEFAULT_API_SECURITY, PARTNER_ID, PARTNER_NAME_TEXT
+from vaultcore.partners.service import API_SECURITY, PARTNER_ID, PARTNER_NAME_TEXT
 from vaultcore.proxy import config as pc
 from vaultcore.proxy.transform import SOURCES, TYPES
 from vaultcore.tokens.alphabets import ALPHABETS
@@ -30,10 +30,11 @@ B = {"type": "boolean"}
 # What vaultcore.proxy.config's _string accepts: not empty, not only white space.
 _NB: dict[str, Any] = {"minLength": 1, "pattern": pc.NON_BLANK.pattern}
 API_SECURITY_DESCRIPTION = (
-    "How the partner authenticates on the secure API, the parser, tokenization and the proxy. `key` (the "
-    "default, as the original platform onboards partners): `Authorization: Basic base64(partnerId:partnerKey)`, "
-    "HMAC, or the body's `partnerId`/`partnerKey` where an endpoint takes them. `hmac`: HMAC only; every other "
-    "method is refused with the uniform authentication error. Choose `hmac` when the partner's clients can sign.")
+    "How the partner authenticates on the secure API, the parser, tokenization and the proxy. `key`: "
+    "`Authorization: Basic base64(partnerId:partnerKey)`, HMAC, or the body's `partnerId`/`partnerKey` where an "
+    "endpoint takes them. `hmac`: HMAC only; every other method is refused with the uniform authentication error. "
+    "Default: `key` in the cert environment (as the original onboards partners for integration), `hmac` in "
+    "production (the scheme the original requires there). Choose `hmac` when the partner's clients can sign.")
 
 
 def _place_rules(sources: tuple[str, ...]) -> list[dict[str, Any]]:
@@ -252,7 +253,6 @@ def _schemas() -> dict[str, Any]:
         "PartnerRequest": obj({"name": text(description="1-100 characters, not only white space.", minLength=1,
                                             maxLength=100, pattern=PARTNER_NAME_TEXT.pattern),
                                "apiSecurity": {"type": "string", "enum": list(API_SECURITY),
-                                               "default": DEFAULT_API_SECURITY,
                                                "description": API_SECURITY_DESCRIPTION},
                                "partnerId": text(PARTNER_ID)}, ("name",), closed=False),
         "PartnerCreated": obj({"partnerId": S, "name": S, "partnerKey": S, "hmacKey": S,

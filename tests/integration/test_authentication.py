@@ -132,11 +132,29 @@ def test_key_partner_may_use_basic(platform):
 
 
 def test_a_partner_created_without_api_security_is_on_key_security(platform):
-    """The default is the original platform's: Basic with partnerId:partnerKey works, and so does HMAC."""
+    """In cert the default is the original platform's onboarding: Basic with partnerId:partnerKey works, and so does HMAC."""
     status, p = admin(platform, "POST", "/admin/v1/partners", {"name": "Moved Over Inc"})
     assert (status, p["apiSecurity"]) == (201, "key")
     basic = "Basic " + base64.b64encode(f"{p['partnerId']}:{p['partnerKey']}".encode()).decode()
     assert _validate(platform, {"Authorization": basic}, b"{}")["statusCode"] == 200
+    signed = build_hmac_header(p["partnerId"], p["hmacKey"].encode(), PATH, b"{}", timestamp=int(clock.now()))
+    assert _validate(platform, {"Authorization": signed}, b"{}")["statusCode"] == 200
+
+
+def test_in_production_a_partner_created_without_api_security_is_hmac_only(platform, monkeypatch):
+    """HMAC is the scheme the original requires in production: there the default is `hmac`, and Basic is refused."""
+    from vaultcore.settings import reset_settings
+
+    monkeypatch.setenv("ENVIRONMENT", "prod")
+    reset_settings()
+    try:
+        status, p = admin(platform, "POST", "/admin/v1/partners", {"name": "Production Co"})
+        assert (status, p["apiSecurity"]) == (201, "hmac")
+    finally:
+        monkeypatch.setenv("ENVIRONMENT", "cert")
+        reset_settings()
+    basic = "Basic " + base64.b64encode(f"{p['partnerId']}:{p['partnerKey']}".encode()).decode()
+    assert _validate(platform, {"Authorization": basic}, b"{}")["body"] == AUTH_REQUIRED_BODY
     signed = build_hmac_header(p["partnerId"], p["hmacKey"].encode(), PATH, b"{}", timestamp=int(clock.now()))
     assert _validate(platform, {"Authorization": signed}, b"{}")["statusCode"] == 200
 

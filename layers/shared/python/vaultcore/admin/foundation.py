@@ -15,7 +15,7 @@ def create_partner(request: Request) -> Response:
     body = json_body(request)
     if "partnerId" in body and body["partnerId"] is None:  # optional, but a string when sent (no null)
         raise ValidationError("partnerId must be 3 to 40 letters or digits.")
-    return created(partners.create_partner(body.get("name"), body.get("apiSecurity", partners.DEFAULT_API_SECURITY), body.get("partnerId")))
+    return created(partners.create_partner(body.get("name"), body.get("apiSecurity", partners.default_api_security()), body.get("partnerId")))
 
 
 @route("GET", "/admin/v1/partners/{partner_id}")

@@ -21,23 +21,29 @@ from typing import Any
 from vaultcore import clock
 from vaultcore.cache import ContainerCache
 from vaultcore.errors import Conflict, NotFound, ValidationError
+from vaultcore.settings import settings
 from vaultcore.store import registry
 from vaultcore.store.keys import unwrap_secret, wrap_secret
 
 __all__ = ["Partner", "create_partner", "load_partner", "get_partner", "set_partner_status", "rotate_credential",
            "partner_key_matches", "hmac_keys_of", "hmac_signing_keys", "DEFAULT_OVERLAP_SECONDS", "API_SECURITY",
-           "DEFAULT_API_SECURITY",
+           "default_api_security",
            "invalidate_partner", "issued_hmac_key", "lookup_partner"]
 
 DEFAULT_OVERLAP_SECONDS = 24 * 3600
 API_SECURITY = ("key", "hmac")
-#: The API security of a partner created without ``apiSecurity``. ``key`` (Basic ``partnerId:partnerKey``, HMAC,
-#: and the body credentials where an endpoint takes them) is how the original platform onboards every partner:
-#: its published tokenization and Decryptx clients send Basic or body credentials and cannot sign HMAC, so a
-#: partner moving over would otherwise be refused with 1003 on every call. ``hmac`` (HMAC only, every other
-#: method refused, spec: Authentication) is the stronger choice for partners whose clients can sign: the
-#: operator sets it explicitly (docs/operators/onboarding.md).
-DEFAULT_API_SECURITY = "key"
+
+
+def default_api_security() -> str:
+    """The API security of a partner created without ``apiSecurity``.
+
+    In production ``hmac``: HMAC is the scheme the original platform requires in production (public facts), and
+    the stronger one (a header is usable once and signs the body). In the cert environment ``key`` (Basic
+    ``partnerId:partnerKey``, HMAC, and the body credentials where an endpoint takes them): that is how the
+    original onboards partners for integration, and its published tokenization and Decryptx clients send Basic or
+    body credentials and cannot sign, so a partner moving over would otherwise get 1003 on every call. Either is
+    set explicitly with ``apiSecurity`` (docs/operators/onboarding.md)."""
+    return "key" if settings().is_cert else "hmac"
 PARTNER_ID = re.compile(r"[A-Za-z0-9]{3,40}")  # ASCII letters and digits (the management API's document)
 PARTNER_NAME_TEXT = re.compile(r"\S")  # a name is 1 to 100 characters, not only white space
 _cache: ContainerCache[Partner] = ContainerCache("record_cache_seconds", max_items=2048)
@@ -253,7 +259,6 @@ def hmac_signing_keys(partner: Partner) -> list[tuple[str, bytes]]:
     """Every key a signature of this partner is checked against: for each live HMAC key, the issued form
     and (while the migration is on) the legacy decoded form, labelled ``issued`` / ``decoded``."""
     from vaultcore.auth.hmac_scheme import accepted_key_forms
-    from vaultcore.settings import settings
 
     accept_decoded = settings().hmac_accept_decoded_key
     return [form for secret in hmac_keys_of(partner)
