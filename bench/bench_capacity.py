@@ -931,17 +931,10 @@ def _round(work: Workload, recorder: Recorder, receiver: Any, who: int, n: int, 
 def measure(layer: str, endpoint: str) -> dict[str, Any]:
     """Runs in a fresh interpreter (``--measure <layer> <endpoint>``): this tree's or the previous tree's layer
     and template, against the moto server at ``endpoint``; the model's figures."""
-    sys.path.insert(0, layer)
-    os.environ.update({"AWS_ENDPOINT_URL": endpoint, "AWS_ACCESS_KEY_ID": "testing",
-                       "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-                       "LOG_LEVEL": "WARNING", "METRICS_DISABLED": "1"})
-    os.environ.pop("VAULT_AWS_SDK", None)
-    import vaultcore
-    from local.runner import Platform
+    # the measured tree's copy (bench_lifecycle_cost._child puts that tree on PYTHONPATH)
+    from bench.bench_lifecycle_cost import start_platform
 
-    assert str(Path(vaultcore.__file__).resolve()).startswith(str(Path(layer).resolve())), vaultcore.__file__
-    platform = Platform("cert")
-    platform.create_resources()
+    platform = start_platform(layer, endpoint)
     import io
     from contextlib import redirect_stdout
 

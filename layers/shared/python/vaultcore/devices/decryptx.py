@@ -47,10 +47,10 @@ from vaultcore.auth.authenticator import authenticate
 from vaultcore.cards.luhn import luhn_valid
 from vaultcore.crypto import dukpt
 from vaultcore.devices.decryptors import decryptor_for
-from vaultcore.devices.parser import ParserError
+from vaultcore.devices.parser import ParserError, active_device
 from vaultcore.devices.profiles import profile_for
-from vaultcore.devices.registry import Bdk, Device, bdk_key_material, load_bdk, load_device
-from vaultcore.errors import Conflict, DependencyError, ValidationError, VaultError
+from vaultcore.devices.registry import Bdk, Device, bdk_key_material, load_bdk
+from vaultcore.errors import DependencyError, ValidationError, VaultError
 from vaultcore.logs import get_logger
 
 __all__ = ["decrypt_endpoint", "decrypt_external_endpoint", "healthcheck_endpoint", "MAX_VALUES", "ENCRYPTED_INVALID", "ENCODING_INVALID",
@@ -88,15 +88,7 @@ def _holds_card_number(data: bytes) -> bool:
 
 
 def _device(partner_id: str, serial: Any, client_id: Any) -> tuple[Device, Bdk]:
-    if not isinstance(serial, str) or not serial.strip():
-        raise ParserError("serial is required.", code=1201)
-    if client_id is not None and not isinstance(client_id, str):
-        raise ParserError("clientId must be a string (or null).", code=1205)
-    device = load_device(partner_id, serial.strip(), client_id)
-    if device is None:
-        raise Conflict("Device not found.", code=1202)
-    if device.status != "active":
-        raise Conflict("Device is not active.", code=1203)
+    device = active_device(partner_id, serial, client_id, serial_name="serial")
     bdk = load_bdk(device.bdk_id)
     if bdk is None:
         raise DependencyError("Internal error: the device's key is not available.")

@@ -49,7 +49,7 @@ from vaultcore.devices.profiles import DeviceProfile, profile_for
 from vaultcore.devices.registry import Bdk, Device, load_bdk, load_device
 from vaultcore.errors import Conflict, DependencyError, ValidationError, VaultError
 
-__all__ = ["DecryptedCard", "decrypt_for_partner", "decrypt_device_payload", "read_terminal_plaintext",
+__all__ = ["DecryptedCard", "active_device", "decrypt_for_partner", "decrypt_device_payload", "read_terminal_plaintext",
            "parser_response", "decrypt_parser"]
 
 _HEX = re.compile(r"[0-9A-Fa-f]+")
@@ -218,15 +218,11 @@ def decrypt_device_payload(device: Device, profile: DeviceProfile, payload: Any,
     return _track_card(tracks.t1 + tracks.t2)
 
 
-def decrypt_for_partner(partner_id: str, device_type: Any, serial: Any, payload: Any, ksn: Any,
-                        client_id: Any = None) -> DecryptedCard:
-    if not isinstance(device_type, str) or not device_type:
-        raise ParserError("deviceType is required.", code=2000)
-    profile = profile_for(device_type)
-    if profile is None:
-        raise ParserError("deviceType is not a known device type.", code=2001)
+def active_device(partner_id: str, serial: Any, client_id: Any, serial_name: str = "deviceSerial") -> Device:
+    """The partner's registered, active device ``serial`` (with ``client_id`` when given): 1201 no serial (named
+    ``serial_name`` in the message), 1205 a client id that is not a string, 1202 unknown, 1203 inactive."""
     if not isinstance(serial, str) or not serial.strip():
-        raise ParserError("deviceSerial is required.", code=1201)
+        raise ParserError(f"{serial_name} is required.", code=1201)
     if client_id is not None and not isinstance(client_id, str):
         raise ParserError("clientId must be a string (or null).", code=1205)
     device = load_device(partner_id, serial.strip(), client_id)
@@ -234,6 +230,17 @@ def decrypt_for_partner(partner_id: str, device_type: Any, serial: Any, payload:
         raise Conflict("Device not found.", code=1202)
     if device.status != "active":
         raise Conflict("Device is not active.", code=1203)
+    return device
+
+
+def decrypt_for_partner(partner_id: str, device_type: Any, serial: Any, payload: Any, ksn: Any,
+                        client_id: Any = None) -> DecryptedCard:
+    if not isinstance(device_type, str) or not device_type:
+        raise ParserError("deviceType is required.", code=2000)
+    profile = profile_for(device_type)
+    if profile is None:
+        raise ParserError("deviceType is not a known device type.", code=2001)
+    device = active_device(partner_id, serial, client_id)
     if device.device_type != device_type:
         raise ParserError("deviceType does not match the registered device.", code=2001)
     return decrypt_device_payload(device, profile, payload, ksn)

@@ -26,7 +26,6 @@ in :mod:`vaultcore.tokens.endpoints`; :func:`tokenization_route` dispatches by t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -34,11 +33,11 @@ from vaultcore.api.http import Request, Response
 from vaultcore.api.secure import json_object_body, reference_of, success
 from vaultcore.auth.authenticator import authenticate_header
 from vaultcore.tokens import endpoints
-from vaultcore.tokens.errors import NO_CARD_FIELD, OMIT_INVALID, TokenServiceError
+from vaultcore.tokens.errors import NO_CARD_FIELD, TokenServiceError
 from vaultcore.tokens.service import template_for, tokenize_values
-from vaultcore.tokens.values import MAX_VALUES, body_values
+from vaultcore.tokens.values import MAX_VALUES, body_values, omit_mode
 
-__all__ = ["tokenize_endpoint", "tokenization_route", "omit_mode", "DEVICE_HEADERS", "CARD_NUMBER_FIELD",
+__all__ = ["tokenize_endpoint", "tokenization_route", "DEVICE_HEADERS", "CARD_NUMBER_FIELD",
            "CARD_EXPIRATION_FIELD", "MAX_VALUES"]
 
 DEVICE_HEADERS = ("dev-device-serial", "dev-device-type", "dev-payload", "dev-ksn", "dev-client-id")
@@ -68,27 +67,6 @@ def _device_values(partner_id: str, request: Request, template_ref: Any, given: 
         found[FIRST_NAME_FIELD] = card.track1.first_name
         found[LAST_NAME_FIELD] = card.track1.surname
     return [(name, value) for name, value in found.items() if value and name in template and name not in given]
-
-
-_OMIT = re.compile(r"[012](\.0{1,6})?")
-
-
-def omit_mode(request: Request, body: dict[str, Any]) -> int:
-    """0 (answer the tokens), 1 (leave them out, keep them for one read) or 2 (answer and keep): the query's
-    ``omit`` when sent (``0``, ``1`` or ``2``, or the same as a decimal: ``1.0``), else the body's boolean ``omit`` (true = 1). 3022 otherwise."""
-    raw = request.query.get("omit")
-    if raw is not None:
-        # The original's document types omit as a number, so its generated clients may send "1.0".
-        if not _OMIT.fullmatch(raw):
-            raise TokenServiceError("omit must be 0, 1 or 2.", code=OMIT_INVALID)
-        raw = raw[0]
-        if "omit" in body and not isinstance(body["omit"], bool):
-            raise TokenServiceError("omit must be true or false.", code=OMIT_INVALID)
-        return int(raw)
-    omit = body.get("omit", False)
-    if not isinstance(omit, bool):
-        raise TokenServiceError("omit must be true or false.", code=OMIT_INVALID)
-    return 1 if omit else 0
 
 
 def tokenize_endpoint(request: Request) -> Response:

@@ -78,7 +78,7 @@ from vaultcore.tokens.errors import (
     TokenPermissionDenied,
     TokenServiceError,
 )
-from vaultcore.tokens.values import body_values
+from vaultcore.tokens.values import body_values, omit_mode
 
 __all__ = ["detokenize_endpoint", "read_endpoint", "delete_endpoint", "batch_tokenize_endpoint",
            "batch_detokenize_endpoint", "batch_read_endpoint", "batch_delete_endpoint", "template_validate_endpoint",
@@ -251,7 +251,6 @@ def batch_tokenize_endpoint(request: Request) -> Response:
     (its checks and the use policy: a CVV is refused). An entry's ``templateRef`` wins over the body's. ``omit``
     (query or body, as for ``tokenize``): 1 keeps each entry's tokens for ``read`` and leaves them out of the
     answer, 2 keeps and answers them; without it nothing is stored."""
-    from vaultcore.tokens.api import omit_mode  # the tokenize module imports this one
 
     caller = authenticate_header(request)
     body = json_object_body(request)
