@@ -969,7 +969,8 @@ def main() -> dict:
 
     figures: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="bench-capacity-") as tmp:
-        previous = _previous_tree(Path(tmp), PREVIOUS_COMMIT, ("tests/postback_receiver.py", "tests/proxy_target.py"))
+        previous = _previous_tree(Path(tmp), PREVIOUS_COMMIT, ("tests/postback_receiver.py", "tests/proxy_target.py",
+                                                               "bench/bench_lifecycle_cost.py"))
         for name, layer in (("now", ROOT / "layers" / "shared" / "python"), ("previous", previous)):
             server = MotoProcess()
             try:
