@@ -45,7 +45,7 @@ class Receiver:
                     if self.path.startswith("/hang") and not receiver.released.is_set():
                         status = "hang"
                     receiver.requests.append({"path": self.path, "headers": dict(self.headers), "body": body,
-                                              "status": status, "at": time.monotonic()})
+                                              "status": status, "at": time.monotonic(), "wall": time.time()})
                 if status == "hang":
                     receiver.released.wait(receiver.hang_seconds)
                     self.close_connection = True  # dropped without an answer

@@ -20,8 +20,8 @@ EXPECTED_STATUS = {"wallet_session.json": 400, "wallet_domain_association.json":
                    "iframe_create_configuration.json": 201, "iframe_get_configuration.json": 404,
                    "iframe_update_configuration.json": 404, "iframe_delete_configuration.json": 404,
                    "iframe_instance_init.json": 404, "iframe_instance_read.json": 404,
-                   "iframe_v4_unknown_route.json": 404, "iframe_submit.json": 401, "token_read.json": 400,
-                   "token_delete.json": 400, "token_detokenize.json": 403, "token_batch_detokenize.json": 403}
+                   "iframe_v4_unknown_route.json": 404, "iframe_submit.json": 401, "token_read.json": 409,
+                   "token_delete.json": 409, "token_detokenize.json": 403, "token_batch_detokenize.json": 403}
 
 
 def _state_dir(runner) -> Path:
