@@ -1,6 +1,7 @@
 """Clients generated from the original platform's own published documents (issue 30) run unchanged against the
-session's runner: ShieldConex tokenization (every operation) and Decryptx (``decrypt``, ``decrypt-ext``,
-``healthcheck`` and ``validateDevice``; ``validatePartner`` is not served here).
+session's runner: ShieldConex tokenization (every operation) and Decryptx (every operation: ``decrypt``,
+``decrypt-ext``, ``healthcheck``, ``validateDevice``, and ``validatePartner`` with the partner's Basic credentials
+as the document's undefined ``ApiKeyAuth`` header).
 
 The documents are read from ``../shared/original-contracts/`` (or ``$ORIGINAL_CONTRACTS``); the module is skipped
 when they are absent. openapi-python-client generates each client (the generator and the cache of
@@ -278,3 +279,17 @@ def test_decryptx_operations(dx: Original, runner: Runner, onboarded: dict[str, 
         client=client, partner_id=onboarded["partnerId"], partner_key="wrong", serial=example["serial"]),
         "ErrorResponse")
     assert _unknown_route(runner, "/api/decrypt/nope", dx, "DecryptxError") == 1007
+
+
+def test_decryptx_validate_partner(dx: Original, runner: Runner, onboarded: dict[str, Any]) -> None:
+    """The document's ApiKeyAuth is an ``Authorization`` header whose content it does not define: the generated
+    client's AuthenticatedClient sends the partner's Basic credentials in it, beside the body's PartnerParam."""
+    import base64
+
+    basic = base64.b64encode(f"{onboarded['partnerId']}:{onboarded['partnerKey']}".encode()).decode()
+    client = dx.module.AuthenticatedClient(base_url=runner.base_url + "/api", token=basic, prefix="Basic")
+    param = dx.models.PartnerParam.from_dict({"partnerId": onboarded["partnerId"],
+                                              "partnerKey": onboarded["partnerKey"], "reference": "dx-partner"})
+    out = dx.check("/partner/validate", "post", dx.op("validate_partner").sync_detailed(client=client, body=param),
+                   "ValidationResponse")
+    assert out["success"] is True
