@@ -659,7 +659,10 @@ def sqs_lost_while_relaying(stack: Stack, sales: int = 12, refused_seconds: floa
     time.sleep(refused_seconds)  # the relay keeps retrying the batch: nothing reaches the queue
     sc.notes["relay_sends_refused"] = _relay_sends(stack, "reset_before")
     sc.notes["delivered_while_refused"] = len(sc._postbacks(only_ok=True))
-    stack.proxy.set_rules([{"mode": "lost_answer", "operations": ["AmazonSQS.SendMessageBatch"],
+    # the next send's answer is lost for certain (else a first send that kept its answer ended the phase with
+    # nothing lost, half the time), then half of the answers of the retries it causes
+    stack.proxy.set_rules([{"mode": "lost_answer", "operations": ["AmazonSQS.SendMessageBatch"], "count": 1},
+                           {"mode": "lost_answer", "operations": ["AmazonSQS.SendMessageBatch"],
                             "probability": 0.5}])
     time.sleep(lost_seconds)  # the retries, half of their answers lost
     sc.notes["relay_answers_lost"] = _relay_sends(stack, "lost_answer")

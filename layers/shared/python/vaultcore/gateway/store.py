@@ -52,9 +52,12 @@ import hashlib
 import heapq
 import itertools
 import os
+import random
+import time
 from collections.abc import Iterator
 from typing import Any
 
+from vaultcore.errors import DependencyError
 from vaultcore.settings import settings
 from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
@@ -321,7 +324,6 @@ def record_transaction(item: dict[str, Any], writer: str, outbox: dict[str, Any]
     One round trip: PutItem, or TransactWriteItems when there is an outbox entry or ``also`` (plus the reads of
     :func:`_taken_elsewhere` after a raise of the shard count or while migrating).
     """
-    from vaultcore.errors import DependencyError
 
     item = {**item, "writer": writer}
     values = to_item({":w": writer})
@@ -732,9 +734,23 @@ def _shard_query(account_id: str, shard: int, low: str, high: str, chunk: int) -
             "ExpressionAttributeValues": to_item({":p": partition_key(account_id, shard), ":l": low, ":h": high})}
 
 
+#: Attempts of one shard's query page, each with the SDK's own retries inside. A listing page reads every shard,
+#: so one read failing after the SDK's retries would fail the page once per shard count as often as a single read
+#: (32 shards: a 3% failure of a read becomes 60% of a page); a query is idempotent, so it is asked again.
+QUERY_ATTEMPTS = 3
+_QUERY_BACKOFF_SECONDS = (0.05, 0.2)
+
+
 def _query_page(kwargs: dict[str, Any]) -> dict[str, Any]:
-    with aws_errors("transaction query"):
-        out = dynamodb().query(**kwargs)
+    for attempt in range(QUERY_ATTEMPTS):
+        try:
+            with aws_errors("transaction query"):
+                out = dynamodb().query(**kwargs)
+            break
+        except DependencyError:
+            if attempt == QUERY_ATTEMPTS - 1:
+                raise
+            time.sleep(_QUERY_BACKOFF_SECONDS[attempt] * (0.5 + random.random()))  # noqa: S311 - jitter only
     return {"Items": out.get("Items", []), "LastEvaluatedKey": out.get("LastEvaluatedKey")}
 
 
