@@ -19,23 +19,10 @@ import pytest
 from tests.conftest import reset_platform_state
 from tests.helpers import admin, call
 from tests.integration import v1_store
+from tests.integration.test_transactions_migration import OLD_TABLE, _create_old_table
 
 ACCOUNT = "123456789012"
-OLD_TABLE = "TransactionsTable-previous"
 T0 = 1_790_000_000
-
-
-def _create_old_table() -> None:
-    boto3.client("dynamodb", region_name="us-east-1").create_table(
-        TableName=OLD_TABLE, BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": "account_id", "AttributeType": "S"},
-                              {"AttributeName": "transaction_id", "AttributeType": "S"},
-                              {"AttributeName": "created_at", "AttributeType": "N"}],
-        KeySchema=[{"AttributeName": "account_id", "KeyType": "HASH"},
-                   {"AttributeName": "transaction_id", "KeyType": "RANGE"}],
-        LocalSecondaryIndexes=[{"IndexName": "byCreatedAt", "Projection": {"ProjectionType": "ALL"},
-                                "KeySchema": [{"AttributeName": "account_id", "KeyType": "HASH"},
-                                              {"AttributeName": "created_at", "KeyType": "RANGE"}]}])
 
 
 def _items(count: int, seed: int) -> list[dict[str, Any]]:
