@@ -24,25 +24,28 @@ is the uniform 401 / 1003. On the ``/api/v4`` paths the function's wrapper answe
 
 from __future__ import annotations
 
-import base64
-import binascii
 import uuid
 from typing import Any
 
-from vaultcore import clock, metrics
 from vaultcore.api.http import Request, Response, json_response
-from vaultcore.errors import AuthenticationFailed, MethodNotAllowed, NotFound
-from vaultcore.gateway.accounts import authenticate
-from vaultcore.gateway.errors import E, GatewayError
+from vaultcore.errors import MethodNotAllowed, NotFound
 from vaultcore.iframe import capture, configs, instances, page
-from vaultcore.iframe.errors import BODY_INVALID, CONFIG_INVALID, IframeError
+from vaultcore.iframe.errors import BODY_INVALID, IframeError
+from vaultcore.v4.auth import authenticate
+from vaultcore.v4.lists import paged
 
-__all__ = ["route", "authenticate_basic"]
+__all__ = ["route"]
 
 _BASE = "/api/v4/accounts/{account_id}/payment-iframe"
 _V4_ANY = "/api/v4/{proxy+}"
 _INSTANCE = _BASE + "/{id}/instance/{instance_id}"
-PAGE_LIMIT = 100  # the original's default `limit` of its lists
+# The original's scope for each operation ("The API Key calling this endpoint must have one of the following
+# scopes": the operation's own, or a wildcard over it, which vaultcore.v4.auth.grants allows).
+_SCOPES = {(_BASE, "POST"): "pcx:iframe:create", (_BASE, "GET"): "pcx:iframe:read",
+           (_BASE + "/{id}", "GET"): "pcx:iframe:read", (_BASE + "/{id}", "PATCH"): "pcx:iframe:update",
+           (_BASE + "/{id}", "DELETE"): "pcx:iframe:delete",
+           (_BASE + "/{id}/instance/init", "POST"): "pcx:iframe:instance:create",
+           (_INSTANCE, "GET"): "pcx:iframe:instance:read"}
 # The original's document answers a configuration's GET and PATCH and an instance's GET with 201, and a client
 # generated from it accepts nothing else for them (a 200 is an "unexpected status"): its statuses on its paths.
 READ_STATUS = 201
@@ -50,86 +53,11 @@ _JS = {"Content-Type": "application/javascript; charset=utf-8", "Cache-Control":
        "X-Content-Type-Options": "nosniff", "Cross-Origin-Resource-Policy": "cross-origin"}
 
 
-def _refused(reason: str, cause: str) -> AuthenticationFailed:
-    metrics.authentication_failed(reason, cause=cause)  # issue 27: Api=iframe (vaultcore.metrics)
-    return AuthenticationFailed(reason)
-
-
-def authenticate_basic(request: Request) -> Any:
-    """The gateway account of ``Authorization: Basic base64(account_id:api_accesskey)``; the path's account must
-    be it. Every failure is the same 1003 (the gateway's own checks: constant time, decoy reads) and counts in
-    AuthenticationFailures (the account's own checks count there, and in the account's failure count)."""
-    header = request.header("authorization") or ""
-    scheme, _, token = header.partition(" ")
-    if scheme.lower() != "basic" or not token or len(token) > 400:
-        raise _refused("iframe: no Basic credentials", "malformed")
-    try:
-        user, sep, password = base64.b64decode(token.strip(), validate=True).decode("utf-8").partition(":")
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise _refused("iframe: malformed Basic credentials", "malformed") from None
-    if not sep or not user or not password:
-        raise _refused("iframe: malformed Basic credentials", "malformed")
-    try:
-        account = authenticate({"account_id": user, "api_accesskey": password}, now=clock.now())
-    except GatewayError as exc:
-        if exc.code not in (E.ACCOUNT_ID, E.AUTHENTICATION):  # those count in authenticate itself
-            metrics.authentication_failed("iframe: account", cause="malformed")
-        raise AuthenticationFailed("iframe: account authentication failed") from None
-    if request.path_params.get("account_id") != account.account_id:
-        raise _refused("iframe: the path names another account", "scope")
-    return account
-
-
 def _body(request: Request) -> Any:
     body = request.json()
     if not isinstance(body, dict):
         raise IframeError(BODY_INVALID, "The body must be one JSON object.")
     return body
-
-
-def _int_query(request: Request, name: str, default: int, high: int) -> int:
-    raw = request.query.get(name)
-    if raw is None or raw == "":
-        return default
-    if not raw.isdigit() or not 1 <= int(raw) <= high:
-        raise IframeError(CONFIG_INVALID, f"{name}: a whole number, 1 to {high}.")
-    return int(raw)
-
-
-def _page_url(request: Request, page: int, limit: int) -> str:
-    """The absolute URL of one page (the original's X-*-Page-Url headers): the caller's scheme and host (API
-    Gateway sets X-Forwarded-Proto; the local runner, on a loopback host, is plain HTTP)."""
-    host = request.header("host") or "localhost"
-    loopback = host.split(":", 1)[0] in ("127.0.0.1", "localhost", "[::1]")
-    scheme = request.header("x-forwarded-proto") or ("http" if loopback else "https")
-    path = request.raw_path or request.path
-    return f"{scheme}://{host}{path}" + (f"?page={page}&limit={limit}" if page else "")
-
-
-def _list(request: Request, items: list[dict[str, Any]]) -> Response:
-    """The original's list: a bare array, paged by ``page`` (default 1) and ``limit`` (default and at most
-    :data:`PAGE_LIMIT`), described by its ``X-*`` paging headers (an account has at most
-    MAX_CONFIGURATIONS configurations: one page by default)."""
-    page = _int_query(request, "page", 1, 1_000_000)
-    limit = _int_query(request, "limit", PAGE_LIMIT, PAGE_LIMIT)
-    total = len(items)
-    last = max(1, -(-total // limit))
-    shown = items[(page - 1) * limit:page * limit]
-    first_index = (page - 1) * limit + 1 if shown else 0
-    url = lambda n: _page_url(request, n, limit)  # noqa: E731 - one line per header below
-    links = [f"url={url(page - 1) if page > 1 else ''}|label=&laquo; Previous|active="]
-    links += [f"url={url(n)}|label={n}|active={1 if n == page else ''}" for n in range(1, last + 1)]
-    links.append(f"url={url(page + 1) if page < last else ''}|label=Next &raquo;|active=")
-    headers = {"X-Total": str(total), "X-Per-Page": str(limit), "X-Current_page": str(page),
-               "X-Last-Page": str(last), "X-Total-In-This-Page": str(len(shown)),
-               "X-From": str(first_index), "X-To": str(first_index + len(shown) - 1 if shown else 0),
-               "X-Path": _page_url(request, 0, limit), "X-First-Page-Url": url(1), "X-Last-Page-Url": url(last),
-               "X-Links": " ".join(links)}
-    if page > 1:
-        headers["X-Prev-Page-Url"] = url(min(page - 1, last))
-    if page < last:
-        headers["X-Next-Page-Url"] = url(page + 1)
-    return json_response(200, shown, headers)
 
 
 def _api(request: Request, resource: str) -> Response:
@@ -140,12 +68,13 @@ def _api(request: Request, resource: str) -> Response:
         raise NotFound("No such operation.")
     if method not in allowed:
         raise MethodNotAllowed(list(allowed))
-    account = authenticate_basic(request)
+    scope = _SCOPES[(resource, method)]
+    account = authenticate(request, scope).account
     config_id = request.path_params.get("id", "")
     if resource == _BASE:
         if method == "POST":
             return json_response(201, configs.create(account, _body(request)))
-        return _list(request, configs.list_configs(account))
+        return paged(request, configs.list_configs(account))
     if resource == _BASE + "/{id}":
         if method == "GET":
             return json_response(READ_STATUS, configs.get(account, config_id))

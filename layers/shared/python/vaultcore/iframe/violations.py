@@ -23,6 +23,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from vaultcore.v4.errors import MEMBER_INVALID
+
 __all__ = ["V4_PREFIX", "ERROR_TYPES", "violation", "v4_errors", "status_of"]
 
 V4_PREFIX = "/api/v4/"
@@ -37,7 +39,7 @@ ERROR_TYPES: dict[str, tuple[str, str]] = {
 }
 
 # Our errCodes that are a member's validation: 422 with the member in details[] (the original's "invalid_request").
-_MEMBER_CODES = frozenset({901, 902})
+_MEMBER_CODES = frozenset({901, 902, MEMBER_INVALID})
 # "member: rule." - how every 901/902 message of vaultcore.iframe starts (configs._bad, instances).
 _MEMBER = re.compile(r"([A-Za-z][A-Za-z0-9_.\[\]]{0,80}): (.+)", re.S)
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")

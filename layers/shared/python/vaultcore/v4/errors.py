@@ -1,0 +1,38 @@
+"""The v4 API's own errCodes (the original answers them as ``ApiViolation``: :mod:`vaultcore.iframe.violations`).
+
+* 910, a request member is missing or invalid: HTTP 422 ``invalid_request``, the member in ``details[]``. The
+  message is ``"<member>: <rule>."`` (the violation rewrite reads the member from it) and never holds the value.
+* 911, the caller's key lacks the scope the operation needs: HTTP 403 ``authorization``, the scope named (the
+  original's "The API Key calling this endpoint must have one of the following scopes").
+"""
+
+from __future__ import annotations
+
+from vaultcore.errors import PermissionDenied, VaultError
+
+__all__ = ["MEMBER_INVALID", "SCOPE_MISSING", "MemberInvalid", "ScopeMissing"]
+
+MEMBER_INVALID = 910
+SCOPE_MISSING = 911
+
+
+class MemberInvalid(VaultError):
+    """A request member is missing or invalid (HTTP 422)."""
+
+    code = MEMBER_INVALID
+    status = 422
+    default_message = "request: invalid."
+
+    def __init__(self, member: str, rule: str) -> None:
+        super().__init__(f"{member}: {rule.rstrip('.')}.")
+        self.member = member
+
+
+class ScopeMissing(PermissionDenied):
+    """The key may not do this (HTTP 403): the message names the scopes that would allow it."""
+
+    code = SCOPE_MISSING
+
+    def __init__(self, scopes: tuple[str, ...]) -> None:
+        super().__init__("The API key needs one of the scopes: " + ", ".join(scopes) + ".")
+        self.scopes = scopes
