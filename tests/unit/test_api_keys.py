@@ -230,3 +230,18 @@ def test_the_account_key_keeps_every_scope(merchant):
                              "pcx:webhooks:create")
     assert principal.key_id is None and principal.scopes == ALL_SCOPES
     assert principal.accounts == frozenset({account.account_id})
+
+
+def test_a_payments_read_key_is_refused_every_other_operations_scope(merchant):
+    """What the other v4 operations ask (webhook endpoints, payments, descriptors, keys, the iFrame): a key of
+    ``pcx:payments:read`` holds only that one, named in each 403."""
+    account, _ = merchant
+    reader = service.create(_principal(account, ALL_SCOPES), {"label": "reader", "scopes": ["pcx:payments:read"],
+                                                              "methods": ["BASIC"]})
+    request = _request(account.account_id, _basic(reader["id"], reader["secret"]))
+    assert authenticate(request, "pcx:payments:read").key_id == reader["id"]
+    for scope in ("pcx:webhooks:create", "pcx:webhooks:read", "pcx:payments:create", "pcx:payments:update",
+                  "pcx:api_key:create", "pcx:dynamic_descriptors:read", "pcx:iframe:read"):
+        with pytest.raises(ScopeMissing) as refused:
+            authenticate(request, scope)
+        assert refused.value.scopes == (scope,) and scope in refused.value.message
