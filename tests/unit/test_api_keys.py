@@ -91,7 +91,8 @@ def test_expiry_is_read_from_the_injected_clock(frozen_clock):
     assert service._expiry({"expiresAt": tomorrow, "expiresIn": "1 hour"}, now, 0) == int(now) + 86400
     with pytest.raises(MemberInvalid):
         service._expiry({"expiresAt": "2099-01-01T00:00:00Z"}, now, 0)  # over ten years
-    assert service._expiry({"expiresAt": None, "expiresIn": "1 hour"}, now, 123) == 0
+    assert service._expiry({"expiresAt": None, "expiresIn": "1 hour"}, now, 123) == int(now) + 3600
+    assert service._expiry({"expiresAt": None}, now, 123) == 0
     assert service._expiry({}, now, 123) == 123
     with pytest.raises(MemberInvalid):
         service._expiry({"expiresAt": tomorrow.rstrip("Z")}, now, 0)  # no offset: ambiguous

@@ -132,12 +132,14 @@ def _expires_at(value: Any, now: float) -> int:
 
 
 def _expiry(body: dict[str, Any], now: float, current: int) -> int:
-    """The expiry the request asks for: ``expiresAt`` first (the original: it "takes precedence"), else
-    ``expiresIn`` from now, else ``current``."""
-    if "expiresAt" in body:
+    """The expiry the request asks for: a date-time ``expiresAt`` first (the original: it "takes precedence"),
+    else ``expiresIn`` from now, else ``expiresAt: null`` (no expiry: the member is nullable), else ``current``."""
+    if body.get("expiresAt") is not None:
         return _expires_at(body["expiresAt"], now)
     if body.get("expiresIn") is not None:
         return int(now) + parse_expires_in(body["expiresIn"])
+    if "expiresAt" in body:
+        return 0
     return current
 
 
