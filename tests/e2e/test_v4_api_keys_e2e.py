@@ -14,7 +14,8 @@
 One contradiction inside the original's document is settled here as its intent reads: ``ApiKeyExtended`` adds
 ``secret`` to ``ApiKey`` through ``allOf``, but ``ApiKey`` forbids additional properties, so a literal JSON Schema
 validator refuses every ``ApiKeyExtended`` that carries the secret it exists for. The check validates
-``ApiKeyExtended`` as ``ApiKey``'s members plus ``secret``, closed (:func:`_registry`).
+``ApiKeyExtended`` as ``ApiKey``'s members plus ``secret``, closed (:func:`_registry`), and leaves out the iFrame
+ids' ``format: uuid`` as tests/e2e/test_original_payconex_iframe_e2e.py does.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import pytest
 from tests.e2e import contract
 from tests.e2e.conftest import Runner
 from tests.e2e.http import admin, post_json, request
-from tests.e2e.test_original_payconex_iframe_e2e import _absolute, _operation, example
+from tests.e2e.test_original_payconex_iframe_e2e import ID_SCHEMAS, _absolute, _operation, example
 from vaultcore.auth.hmac_scheme import hmac_response, string_to_hash
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -113,6 +114,8 @@ def _registry(doc: dict[str, Any]) -> Any:
         schemas = patched["components"]["schemas"]
         schemas["ApiKeyExtended"] = {**schemas["ApiKey"], "properties": {
             **schemas["ApiKey"]["properties"], **schemas["ApiKeyExtended"]["properties"]}}
+        for name in ID_SCHEMAS:  # the iFrame ids' contradiction, as the iFrame's own test reads it
+            schemas[name]["properties"]["id"].pop("format", None)
         _REGISTRIES[id(doc)] = Registry().with_resource("urn:original", Resource.from_contents(
             patched, default_specification=DRAFT202012))
     return _REGISTRIES[id(doc)]
@@ -382,9 +385,11 @@ def test_a_key_of_one_account_cannot_touch_another(runner: Runner, account: dict
     assert status == 403 and other["account_id"] in refused["value"]
 
 
-def test_the_payment_iframe_operations_with_scoped_keys(runner: Runner, account: dict[str, str]) -> None:
+def test_the_payment_iframe_operations_with_scoped_keys(runner: Runner, doc: dict[str, Any],
+                                                       original: ModuleType) -> None:
     """The seven iFrame operations with a key of ``pcx:iframe:*`` (the account needs a partner: the demo's);
-    one by HMAC; a key of ``pcx:iframe:read`` reads and is refused the rest, the scope named."""
+    one by HMAC, two by the original's generated client; a key of ``pcx:iframe:read`` reads and is refused the
+    rest, the scope named."""
     status, merchant = admin(runner.base_url, "POST", "/admin/v1/accounts", {
         "partnerId": runner.demo["partner"]["partnerId"], "options": {"token_payments": True}})
     assert status == 201, merchant
@@ -413,6 +418,18 @@ def test_the_payment_iframe_operations_with_scoped_keys(runner: Runner, account:
 
     assert post_json(runner.base_url + path, None, hmac_header("GET"), method="GET")[0] == 201
     assert post_json(runner.base_url + path, None, hmac_header("POST"), method="GET")[0] == 401
+    # the original's generated client, with the key as its Basic credentials
+    client = _client(original, runner, full["id"], full["secret"])
+    for name, kwargs, operation, status in (("list_payment_iframes", {}, "listPaymentIframes", 200),
+                                            ("get_iframe", {"iframe_id": cid}, "getIframe", 201)):
+        api = importlib.import_module(f"{original.__name__}.api.payment_iframe.{name}")
+        response = client.get_httpx_client().request(**api._get_kwargs(account_id=account_id, **kwargs))
+        assert response.status_code == status and check(doc, operation, response), (name, response.content[:300])
+    reader_client = _client(original, runner, reader["id"], reader["secret"])
+    api = importlib.import_module(f"{original.__name__}.api.payment_iframe.delete_iframe")
+    response = reader_client.get_httpx_client().request(**api._get_kwargs(account_id=account_id, iframe_id=cid))
+    refused = check(doc, "deleteIframe", response)
+    assert response.status_code == 403 and "pcx:iframe:delete" in refused["value"]
     narrow = _basic(reader["id"], reader["secret"])
     assert post_json(f"{base}/{cid}", None, narrow, method="GET")[0] == 201
     for method, url, body, scope in (("POST", base, {"label": "x", "allowedParentDomains": []}, "pcx:iframe:create"),
