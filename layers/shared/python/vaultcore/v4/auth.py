@@ -142,8 +142,9 @@ def _key_cause(request: Request, key: ApiKey | None, credential_ok: bool, method
                now: float) -> tuple[str, Account | None]:
     """The first reason ``key`` may not make this call (``""``: none) and the account it acts on.
 
-    Every condition is evaluated before the first is chosen (no early exit on the secret), and the account is
-    read (cached per container) only for a key whose holder has proved it knows the secret."""
+    The key was read and its secret compared before (whatever the key's state: no early exit), so choosing the
+    cause costs nothing that tells it; the account is read (cached per container) only for a key whose holder
+    has proved it knows the secret."""
     target = request.path_params.get("account_id") or (key.owner if key is not None else None)
     cause = ("unknown_key" if key is None else "access_key" if not credential_ok
              else "disabled" if not key.enabled else "expired" if key.expired(now)
