@@ -158,7 +158,7 @@ class AccountCredentials:
         where, account = data
         if where == "basic":  # the account's own key over Basic (every scope), on the path of its account
             token = base64.b64encode(f"{account['account_id']}:{account['api_accesskey']}".encode()).decode()
-            case.headers = {**(case.headers or {}), "Authorization": "Basic " + token}
+            case.headers["Authorization"] = "Basic " + token  # case-insensitive: replaces a generated one
             if case.path_parameters and "account_id" in case.path_parameters:
                 case.path_parameters["account_id"] = account["account_id"]
         elif where == "headers":
