@@ -212,7 +212,7 @@ def test_hmac_failures_cost_one_read_and_one_nonce_write_like_a_replay(merchant,
 
     assert authenticate(_request(account.account_id, header(key["id"], key["secret"], "n1"))).key_id == key["id"]
     cases = {"nonce": lambda n: header(key["id"], key["secret"], "n1"),  # a replay
-             "access_key": lambda n: header(key["id"], "0" * 32, n),
+             "signature": lambda n: header(key["id"], "0" * 32, n),
              "unknown_key": lambda n: header("api_" + "9" * 32, key["secret"], n),
              "timestamp": lambda n: header(key["id"], key["secret"], n, now - 901)}
     for cause, make in cases.items():

@@ -139,14 +139,14 @@ def _account_key(request: Request, user: str, password: str) -> Principal:
 
 
 def _key_cause(request: Request, key: ApiKey | None, credential_ok: bool, method: str,
-               now: float) -> tuple[str, Account | None]:
+               now: float, wrong: str = "access_key") -> tuple[str, Account | None]:
     """The first reason ``key`` may not make this call (``""``: none) and the account it acts on.
 
     The key was read and its secret compared before (whatever the key's state: no early exit), so choosing the
     cause costs nothing that tells it; the account is read (cached per container) only for a key whose holder
-    has proved it knows the secret."""
+    has proved it knows the secret. ``wrong`` is the cause of a wrong secret (Basic) or signature (HMAC)."""
     target = request.path_params.get("account_id") or (key.owner if key is not None else None)
-    cause = ("unknown_key" if key is None else "access_key" if not credential_ok
+    cause = ("unknown_key" if key is None else wrong if not credential_ok
              else "disabled" if not key.enabled else "expired" if key.expired(now)
              else "method" if not key.allows_method(method) else "scope" if not key.reaches(target) else "")
     if cause or target is None:
@@ -203,7 +203,7 @@ def _key_by_hmac(request: Request, header: str) -> Principal:
         expected = hmac_response(secret, string_to_hash_of(path, creds.nonce, creds.timestamp, body_hash,
                                                            request.method.upper()))
         signed = responses_equal(expected, creds.response) or signed
-    cause, account = _key_cause(request, key, signed and key is not None, "HMAC", now)
+    cause, account = _key_cause(request, key, signed and key is not None, "HMAC", now, wrong="signature")
     stale = now - creds.timestamp > MAX_AGE_SECONDS or creds.timestamp - now > MAX_FUTURE_SKEW_SECONDS
     cause = cause or ("timestamp" if stale else "")
     if cause:
