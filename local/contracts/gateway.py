@@ -429,7 +429,8 @@ def build() -> dict[str, Any]:
                        "`account_id` + `api_accesskey` (and optional hash). Every answer is a transaction response "
                        "with HTTP 200, failures too (`error` true, a non-zero `error_code`; an input-gate refusal is "
                        "100), except error 1 (500) and 601 (409). Also served with a trailing slash "
-                       "(`/api/qsapi/3.8/`).",
+                       "(`/api/qsapi/3.8/`). An API key may stand in for `api_accesskey` as `api_<id>:<secret>`, "
+                       "with the transaction type's scope (103, HTTP 403, without it).",
         "security": [{}], "x-body-credentials": ["account_id", "api_accesskey"],
         "parameters": [idempotency],
         "requestBody": body(ref("QsapiJsonRequest"), form=ref("QsapiRequest"), example={
@@ -441,6 +442,8 @@ def build() -> dict[str, Any]:
             "200": response("A transaction response (approved or declined) or a refusal (input-gate refusals "
                             "included: 100).", ref("QsapiResponse"), headers=replayed),
             "409": response("601: a request with this idempotency key is still running.", ref("GatewayError")),
+            "403": response("103: an API key sent as `api_accesskey` (`api_<id>:<secret>`) does not hold the "
+                            "transaction type's scope (docs/integrators/api-keys.md).", ref("GatewayError")),
             **_internal(),
         },
     }
@@ -460,6 +463,8 @@ def build() -> dict[str, Any]:
                                             "two-media-type body needs."),
             "responses": {"200": response("The record(s), or a refusal (`error` true; input-gate refusals "
                                           "included: 100).", ref("RsapiResponse")),
+                          "403": response("103: an API key sent as `api_accesskey` does not hold "
+                                          "`pcx:payments:read`.", ref("GatewayError")),
                           **_internal()},
         }},
         "/api/v1/wallet_pay/get_wallet_pay_session": {"post": {
@@ -523,6 +528,12 @@ def build() -> dict[str, Any]:
     paths.update(iframe.paths())
     schemas.update(iframe.schemas())
     # --- end ---
+    # --- issue 31 (API keys): the merchants' API keys and the scope catalog (local/contracts/api_keys.py) ---
+    from local.contracts import api_keys
+
+    paths.update(api_keys.paths())
+    schemas.update(api_keys.schemas())
+    # --- end ---
     return document(
         api="gateway", title="Vault payment gateway API (QSAPI 3.8)",
         description="QSAPI 3.8 payments, the reporting interface (RSAPI), wallet sessions and payments, the "
@@ -537,5 +548,7 @@ def build() -> dict[str, Any]:
             "apiAccesskey": {"type": "apiKey", "in": "header", "name": "X-Api-Accesskey",
                              "description": "`/paymentMethods` and `/payments` only: the access key."},
             **iframe.SECURITY_SCHEMES,  # issue 19 (iframe)
+            **api_keys.SECURITY_SCHEMES,  # issue 31 (API keys)
         },
-        tags=[{"name": n} for n in ("qsapi", "rsapi", "wallet", "checkout", "iframe")])  # issue 19: iframe
+        tags=[{"name": n} for n in ("qsapi", "rsapi", "wallet", "checkout", "iframe",
+                                    "api-keys")])  # issue 19: iframe; issue 31: api-keys

@@ -10,6 +10,7 @@ from vaultcore.iframe import capture, configs, instances
 from vaultcore.iframe.errors import CODES, ONERROR_CODES
 from vaultcore.iframe.page import STYLE_OPTIONS
 from vaultcore.iframe.violations import ERROR_TYPES
+from vaultcore.v4.errors import MEMBER_INVALID, SCOPE_MISSING
 
 __all__ = ["paths", "schemas", "SECURITY_SCHEMES"]
 
@@ -17,6 +18,11 @@ SECURITY_SCHEMES = {"accountBasic": {"type": "http", "scheme": "basic", "descrip
     "The payment iFrame's configurations and instances: `account_id` as the user, `api_accesskey` as the "
     "password (the merchant's server only; a page never holds them). Every failure: 401, errCode 1003.")}}
 _SETTING = {"type": "string", "enum": list(configs.SETTINGS)}
+#: the v4 API's own errCodes (vaultcore.v4.errors) and a resource limit, on every /api/v4 path (issue 31)
+V4_CODES = {MEMBER_INVALID: "A request member is missing or invalid (422, the member in details[]).",
+            SCOPE_MISSING: "The key lacks the operation's scope, or would grant a scope or account it does not hold "
+                           "(403, named in value).",
+            409: "A limit of the account is reached (422): e.g. its 100 API keys."}
 _ERROR_TEXT = "`{success: false, errCode, errMessage}` (docs/integrators/iframe.md, \"Payment iFrame error codes\")."
 
 
@@ -77,7 +83,8 @@ def schemas() -> dict[str, Any]:
                                                        "source": {"type": "string",
                                                                   "description": "The member at fault."}},
                                                       ["detail", "source"])},
-            "errCode": codes({c: m for c, (_, m) in CODES.items()}, "Our payment iFrame error code (extension).")},
+            "errCode": codes({**{c: m for c, (_, m) in CODES.items()}, **V4_CODES},
+                             "Our error code (extension): the payment iFrame's and the v4 API's.")},
             ["message", "traceId", "errorType", "errorCode", "value", "source", "details"], closed=False,
             description="The original's error body on /api/v4 (any other path under /api/v4 answers 404 "
                         "`not_found` too)."),
@@ -168,6 +175,7 @@ def _v4_errors(*statuses: int) -> dict[str, Any]:
     """The /api/v4 paths' errors: the original's ApiViolation; a member's validation is 422 (module violations)."""
     meaning = {400: "The body is not one JSON object or the input gate refused it (`invalid_request`, errCode 400).",
                401: "Authentication failed (`authentication`, errCode 1003): one answer for every cause.",
+               403: "The API key lacks the operation's scope (`authorization`, errCode 911, the scope in `value`).",
                404: "No such configuration or instance of this account (`not_found`).",
                413: "The body is over the input gate's limit (`invalid_request`).",
                422: "A member is missing or invalid (`invalid_request`, errCode 901/902, the member in "
@@ -180,7 +188,7 @@ def paths() -> dict[str, Any]:
     basic: list[dict[str, list[str]]] = [{"accountBasic": []}]
     account = parameter("account_id", "path", "The account (the Basic user).", text("[0-9]{12}"))
     config_id = parameter("id", "path", "The configuration id.", {"type": "string"})
-    common = (400, 401, 413, 500)
+    common = (400, 401, 403, 413, 500)
     html = {"text/html": {"schema": {"type": "string"}}}
     js = {"application/javascript": {"schema": {"type": "string"}}}
     return {
@@ -240,7 +248,7 @@ def paths() -> dict[str, Any]:
                     "summary": "An instance and the eTokens of its submissions",
                     "responses": {"201": response("The instance (201, as the original's document has it).",
                                                   ref("IframeInstanceView")),
-                                  **_v4_errors(400, 401, 404, 500)}},
+                                  **_v4_errors(400, 401, 403, 404, 500)}},
         },
         "/iframe/v1/checkout.js": {"get": {
             "operationId": "iframeLibrary", "tags": ["iframe"], "security": [{}],

@@ -21,7 +21,10 @@ EXPECTED_STATUS = {"wallet_session.json": 400, "wallet_domain_association.json":
                    "iframe_update_configuration.json": 404, "iframe_delete_configuration.json": 404,
                    "iframe_instance_init.json": 404, "iframe_instance_read.json": 404,
                    "iframe_v4_unknown_route.json": 404, "iframe_submit.json": 401, "token_read.json": 409,
-                   "token_delete.json": 409, "token_detokenize.json": 403, "token_batch_detokenize.json": 403}
+                   "token_delete.json": 409, "token_detokenize.json": 403, "token_batch_detokenize.json": 403,
+                   # issue 31: API keys (the sample key id is nobody's)
+                   "api_keys_create.json": 201, "api_keys_list.json": 200, "api_keys_get.json": 404,
+                   "api_keys_update.json": 404, "api_keys_delete.json": 404, "api_key_scopes.json": 200}
 
 
 def _state_dir(runner) -> Path:

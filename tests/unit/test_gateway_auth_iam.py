@@ -9,7 +9,7 @@ from vaultcore.gateway import accounts
 from vaultcore.store import auth_failures
 
 GATEWAY_AUTH_FUNCTIONS = ("GatewayFunction", "ReportingFunction", "IframeFunction", "CheckoutFunction",
-                          "WalletSessionFunction")
+                          "WalletSessionFunction", "ApiKeysFunction")
 
 
 def _nonce_statements(function: str) -> list[dict]:

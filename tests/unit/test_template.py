@@ -63,6 +63,9 @@ UNRESERVED = {"ProxyLogShipperFunction", "PostbackOutboxFunction", "WalletCertif
 # to the 900 a new account leaves; docs/operators/deploying.md) ---
 UNRESERVED |= {"IframeFunction"}
 # --- end ---
+# --- issue 31 (API keys): key management is rare merchant configuration, in the unreserved pool too ---
+UNRESERVED |= {"ApiKeysFunction"}
+# --- end ---
 
 
 def _reserved(res: dict) -> tuple[str, str] | None:

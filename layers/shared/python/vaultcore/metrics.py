@@ -191,9 +191,13 @@ def flush(context: Any = None, *, stream: Any = None) -> list[str]:
 #: (issue 27): ``unknown_account``, ``access_key`` (a wrong key), ``hash`` (a wrong hash, or one that does not
 #: name every variable), ``timestamp``, ``nonce`` (a hash used before), ``throttled`` (refused unchecked while the
 #: account's failure count is at its limit, vaultcore.store.auth_failures), ``scope`` (the iFrame API path
-#: names another account) and ``bearer`` (an unknown or expired iFrame bearer token: errCode 904).
+#: names another account) and ``bearer`` (an unknown or expired iFrame bearer token: errCode 904). API keys
+#: (vaultcore.v4.auth, vaultcore.apikeys.gateway) add ``unknown_key``, ``expired`` and ``method`` (a method the
+#: key's ``methods`` leave out), and use ``access_key`` (a wrong secret), ``disabled``, ``signature``,
+#: ``timestamp``, ``nonce`` and ``scope`` (an account the key may not act on).
 AUTH_CAUSES = ("malformed", "unknown_partner", "disabled", "signature", "timestamp", "nonce", "scheme", "basic",
-               "unknown_account", "access_key", "hash", "throttled", "scope", "bearer", "other")
+               "unknown_account", "access_key", "hash", "throttled", "scope", "bearer", "unknown_key", "expired",
+               "method", "other")
 #: The ``Api`` dimension of AuthenticationFailures: the interface the failed request was made to.
 APIS = ("secure", "parser", "proxy", "qsapi", "rsapi", "iframe", "wallet", "checkout", "collector", "management",
         "other")
@@ -232,7 +236,8 @@ def api_of(family: str, resource: str) -> str:
     if family == "gateway":
         return "rsapi" if resource.startswith("/api/rsapi") else "qsapi"
     if family == "admin":
-        return "iframe" if resource.startswith(("/api/v4/accounts", "/iframe")) else "management"
+        # "iframe": the merchant-facing v4 API (the payment iFrame first, API keys and the scope catalog since)
+        return "iframe" if resource.startswith(("/api/v4/", "/iframe")) else "management"
     if family == "secure":
         return "parser" if resource.startswith("/api/decrypt") else "secure"
     if family == "tokenization":  # the tokenization API's own error format, on the secure API

@@ -106,6 +106,8 @@ class Response:
     def to_event(self) -> dict[str, Any]:
         body = self.body.decode("utf-8") if isinstance(self.body, bytes) else self.body
         headers = {"Content-Type": "application/json", "Cache-Control": "no-store", **self.headers}
+        if self.status == 204 and not body:
+            headers.pop("Content-Type")  # no content, so no content type (RFC 9110 §15.3.5): a v4 delete
         return {"statusCode": self.status, "headers": headers, "body": body, "isBase64Encoded": False}
 
 

@@ -2,11 +2,13 @@
 
 Every gateway failure is a transaction response ``{"error": true, "error_code": <n>, "error_message": ...,
 "error_msg": ..., "transaction_approved": false}`` (spec "Gateway transaction response", DESIGN.md §7). The
-original answers such failures with HTTP 200 and so do we, with two documented exceptions:
+original answers such failures with HTTP 200 and so do we, with three documented exceptions:
 
 * ``1`` (internal error, a dependency failed): HTTP 500 — the outcome may be unknown, retry with the same
   ``Idempotency-Key``;
-* ``601`` (the first request with this idempotency key is still running): HTTP 409, as Stripe answers.
+* ``601`` (the first request with this idempotency key is still running): HTTP 409, as Stripe answers;
+* ``103`` (an API key used as ``api_accesskey`` lacks the transaction's scope): HTTP 403, the v4 API's answer to
+  a missing scope (vaultcore.apikeys.gateway).
 
 Declines are transaction responses too: they carry a ``transaction_id``, ``transaction_approved`` false,
 ``error`` true and a 5xx code of the table below, and they are recorded and reported like approvals.
@@ -33,6 +35,7 @@ class E:
     BODY = 100
     ACCOUNT_ID = 101
     AUTHENTICATION = 102
+    KEY_SCOPE = 103  # issue 31: an API key standing in for api_accesskey lacks the scope (HTTP 403)
     RESPONSE_FORMAT = 104
     TRANSACTION_TYPE = 105
     TENDER_TYPE = 106
@@ -122,6 +125,8 @@ ERROR_MESSAGES: dict[int, str] = {
     E.BODY: "The request body must be form-urlencoded variables or one JSON object of string, number or boolean values.",
     E.ACCOUNT_ID: "account_id is missing or not 12 digits.",
     E.AUTHENTICATION: "Authentication failed.",
+    E.KEY_SCOPE: "The API key sent as api_accesskey does not hold a scope this transaction_type (or the reporting "
+                 "interface) needs; the message names the scopes that would allow it; HTTP 403.",
     E.RESPONSE_FORMAT: "response_format must be JSON.",
     E.TRANSACTION_TYPE: "transaction_type must be SALE, AUTHORIZATION, CAPTURE, REFUND, REVERSAL, CREDIT, STORE, "
                         "FORCE or SETTLE-BATCH.",
@@ -210,7 +215,7 @@ from vaultcore.wallet.errors import WALLET_ERROR_MESSAGES  # noqa: E402
 
 ERROR_MESSAGES.update(WALLET_ERROR_MESSAGES)
 
-_STATUS = {E.INTERNAL: 500, E.IDEMPOTENCY_IN_PROGRESS: 409}
+_STATUS = {E.INTERNAL: 500, E.IDEMPOTENCY_IN_PROGRESS: 409, E.KEY_SCOPE: 403}
 
 # Issue 20 (item 11): the ``error_message`` texts clients of the original compare against. A bad variable is
 # answered ``Invalid <variable>`` (the original's ``Invalid bank_routing_number``, ``Invalid token_id``: ActiveMerchant's

@@ -44,6 +44,7 @@ from typing import Any
 
 from vaultcore import clock
 from vaultcore.api.http import Request, Response, json_response
+from vaultcore.apikeys import gateway as gateway_keys
 from vaultcore.gateway import accounts, batches, store
 from vaultcore.gateway.batches import Batches, status_of
 from vaultcore.gateway.errors import E, GatewayError
@@ -211,7 +212,8 @@ def rsapi(request: Request) -> Response:
     """The reporting route (wiring: ``functions/reporting/app.py``)."""
     now = clock.now()
     variables = parse_variables(request.content_type, request.body, _KNOWN)
-    account = accounts.authenticate(variables, now=now)
+    # the account key, or an API key holding pcx:payments:read (issue 31), before any other work
+    account = gateway_keys.authenticate(variables, now=now, scopes=gateway_keys.REPORTING_SCOPES)
     fields = _token_fields(account, variables.get("include_fields"))
     ok = {"error": False, "error_code": 0, "error_message": None, "error_msg": None}
     tid = variables.get("transaction_id")

@@ -62,6 +62,7 @@ from typing import Any
 
 from vaultcore import clock, metrics
 from vaultcore.api.http import Request, Response, json_response
+from vaultcore.apikeys import gateway as gateway_keys
 from vaultcore.errors import DependencyError, VaultError
 from vaultcore.gateway import accounts, batches, idempotency, postbacks, processor, store
 from vaultcore.gateway.errors import ERROR_MESSAGES, E, GatewayError
@@ -166,7 +167,8 @@ def process(content_type: str, body: bytes, header_key: str | None) -> tuple[int
 def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[int, dict[str, Any], dict[str, str]]:
     now = clock.now()
     variables = parse_variables(content_type, body)
-    account = accounts.authenticate(variables, now=now)
+    # the account key, or an API key holding the transaction type's scope (issue 31), before any other work
+    account = gateway_keys.authenticate(variables, now=now, scopes=gateway_keys.scopes_for(variables))
     req = validate_request(variables, now=now)
     key = _idempotency_key(header_key, req)
     payment: PaymentData | None = None

@@ -2,7 +2,8 @@
 
 * 910, a request member is missing or invalid: HTTP 422 ``invalid_request``, the member in ``details[]``. The
   message is ``"<member>: <rule>."`` (the violation rewrite reads the member from it) and never holds the value.
-* 911, the caller's key lacks the scope the operation needs: HTTP 403 ``authorization``, the scope named (the
+* 911, the caller's key lacks the scope the operation needs (or, creating or changing a key, an account it would
+  grant): HTTP 403 ``authorization``, the scope (the account) named (the
   original's "The API Key calling this endpoint must have one of the following scopes").
 """
 
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from vaultcore.errors import PermissionDenied, VaultError
 
-__all__ = ["MEMBER_INVALID", "SCOPE_MISSING", "MemberInvalid", "ScopeMissing"]
+__all__ = ["MEMBER_INVALID", "SCOPE_MISSING", "MemberInvalid", "ScopeMissing", "AccountNotAllowed"]
 
 MEMBER_INVALID = 910
 SCOPE_MISSING = 911
@@ -36,3 +37,13 @@ class ScopeMissing(PermissionDenied):
     def __init__(self, scopes: tuple[str, ...]) -> None:
         super().__init__("The API key needs one of the scopes: " + ", ".join(scopes) + ".")
         self.scopes = scopes
+
+
+class AccountNotAllowed(PermissionDenied):
+    """The caller may not give a key an account it cannot act on itself (HTTP 403, the same errCode as a missing
+    scope: both are "this key may not do that", and the message names the account)."""
+
+    code = SCOPE_MISSING
+
+    def __init__(self, account_id: str) -> None:
+        super().__init__(f"The API key may not act on account {account_id}.")
