@@ -63,6 +63,7 @@ UNRESERVED = {"ProxyLogShipperFunction", "PostbackOutboxFunction", "WalletCertif
 # to the 900 a new account leaves; docs/operators/deploying.md) ---
 UNRESERVED |= {"IframeFunction"}
 # --- end ---
+UNRESERVED |= {"PaymentsV4Function", "DynamicDescriptorsFunction"}  # issue 31: the merchants' v4 API, like the iFrame's
 
 
 def _reserved(res: dict) -> tuple[str, str] | None:
