@@ -62,6 +62,7 @@ from typing import Any
 
 from vaultcore import clock, metrics
 from vaultcore.api.http import Request, Response, json_response
+from vaultcore.descriptors import records as descriptors  # issue 31: a SALE's dynamic descriptor
 from vaultcore.errors import DependencyError, VaultError
 from vaultcore.gateway import accounts, batches, idempotency, postbacks, processor, store
 from vaultcore.gateway.errors import ERROR_MESSAGES, E, GatewayError
@@ -77,9 +78,8 @@ from vaultcore.gateway.validation import (
     validate_request,
 )
 from vaultcore.logs import get_logger
-from vaultcore.wallet import gateway_hooks
-from vaultcore.descriptors import records as descriptors  # issue 31: a SALE's dynamic descriptor
 from vaultcore.payments import init_ids  # issue 31: a payments/init id charged through the QSAPI
+from vaultcore.wallet import gateway_hooks
 
 __all__ = ["qsapi", "process", "response_from_item", "RESPONSE_FIELDS", "AUTHORIZATION_LIFETIME_SECONDS",
            "store_for_account"]
