@@ -207,3 +207,33 @@ def test_descriptors_crud_search_pages_limit_and_a_sale_echoes_one(platform, mon
     monkeypatch.setenv("DYNAMIC_DESCRIPTORS_MAX", "1")  # the account has one (Kiosk) left
     status, _, full = m.v4("DynamicDescriptorsFunction", DD, "POST", body)
     assert status == 422 and full["errCode"] == 940, full
+
+
+def test_the_seam_costs_nothing_without_init_or_descriptor_and_two_reads_with_an_init(platform):
+    """A SALE without ``transaction_id`` or ``dynamic_descriptor_id`` makes no call the two features add (no
+    PAYMETA or DDESC read, no write beyond the SALE's own); with an init id: two consistent GetItems (the meta,
+    and the transaction id not used yet); with a descriptor: one GetItem. Counted on the AWS clients."""
+    from tests.aws_calls import AwsCalls
+
+    m = Merchant(platform)
+    m.qsapi()  # warm: the account and its key are cached per container
+
+    def keys(calls: AwsCalls) -> list[str]:
+        return [json.dumps(p.get("Key") or p.get("Item") or {}) for _, p in calls.params]
+
+    with AwsCalls(("dynamodb",)) as plain:
+        m.qsapi()
+    assert not any("PAYMETA#" in k or "DDESC#" in k for k in keys(plain))
+    status, _, init = _init(m, {})
+    with AwsCalls(("dynamodb",)) as charged:
+        assert m.qsapi(transaction_id=init["id"])["transaction_id"] == init["id"]
+    extra = sorted(charged.by_operation - plain.by_operation)
+    assert extra == ["dynamodb.GetItem"] and charged.by_operation["dynamodb.GetItem"] \
+        - plain.by_operation["dynamodb.GetItem"] == 2, (charged.by_operation, plain.by_operation)
+    writes = {op: n for op, n in charged.by_operation.items() if "Get" not in op and "Query" not in op}
+    assert writes == {op: n for op, n in plain.by_operation.items() if "Get" not in op and "Query" not in op}
+    status, _, created = m.v4("DynamicDescriptorsFunction", DD, "POST", {"name": "A1", "city": "Atlanta",
+                                                                        "state": "GA", "descriptor": "A One"})
+    with AwsCalls(("dynamodb",)) as named:
+        assert m.qsapi(dynamic_descriptor_id=created["id"])["dynamic_descriptor"] == "A One Atlanta GA"
+    assert named.by_operation["dynamodb.GetItem"] - plain.by_operation["dynamodb.GetItem"] == 1
