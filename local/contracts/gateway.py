@@ -541,6 +541,7 @@ def build() -> dict[str, Any]:
 
     paths.update(payments_v4.paths())
     schemas.update(payments_v4.schemas())
+    payments_v4.extend_violation_codes(schemas["ApiViolation"])
     # --- end ---
     return document(
         api="gateway", title="Vault payment gateway API (QSAPI 3.8)",

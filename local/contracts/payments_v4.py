@@ -17,7 +17,14 @@ from vaultcore.descriptors import routes as descriptor_routes
 from vaultcore.payments import meta, records
 from vaultcore.payments import routes as payment_routes
 
-__all__ = ["paths", "schemas"]
+__all__ = ["paths", "schemas", "V4_CODES", "extend_violation_codes"]
+
+#: The errCodes these operations answer beyond the payment iFrame's (the ApiViolation's extension member).
+V4_CODES = {910: "a request member is missing or invalid, or holds a card number (the member in `details[].source`)",
+            911: "the API key lacks the operation's scope (the scope is named)",
+            records.TRANSACTION_SETTLED: "the transaction's batch has settled: its level 3 data and meta can no "
+                                         "longer change",
+            descriptors.DESCRIPTOR_LIMIT: "the account has its maximum of dynamic descriptors"}
 
 _STATUSES = ("INITIALIZED", "APPROVED", "DECLINED", "ERROR", "AUTHORIZED", "CAPTURED", "PENDING", "VOIDED", "SAVED",
              "REFUNDED", "CREDITED")
@@ -83,6 +90,17 @@ def schemas() -> dict[str, Any]:
         "DynamicDescriptorsList": {"type": "array", "items": ref("DynamicDescriptorsResponse"),
                                    "maxItems": 100},
     }
+
+
+def extend_violation_codes(violation: dict[str, Any]) -> None:
+    """Add :data:`V4_CODES` to the known values of the ``ApiViolation``'s ``errCode`` (the contract checks close
+    the set: an answered code must be known)."""
+    from local.contracts.common import codes
+
+    err = violation["properties"]["errCode"]
+    table = dict(zip(err["x-known-values"], err["x-enum-descriptions"], strict=True))
+    head = "Our error code (extension): the payment iFrame's, the v4 payments' and the dynamic descriptors'."
+    violation["properties"]["errCode"] = codes({**table, **V4_CODES}, head)
 
 
 def _v4_errors(*statuses: int, what: str = "transaction") -> dict[str, Any]:
