@@ -237,3 +237,21 @@ def test_the_seam_costs_nothing_without_init_or_descriptor_and_two_reads_with_an
     with AwsCalls(("dynamodb",)) as named:
         assert m.qsapi(dynamic_descriptor_id=created["id"])["dynamic_descriptor"] == "A One Atlanta GA"
     assert named.by_operation["dynamodb.GetItem"] - plain.by_operation["dynamodb.GetItem"] == 1
+
+
+def test_concurrent_patches_all_apply(platform):
+    """Four PATCHes of one transaction at once, each changing another member of the billing address: each write is
+    conditional on the version it read, so all four apply (a PATCH loses a race only to another one's commit, and
+    each commits once: four need at most four attempts, records._ATTEMPTS is five)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    m = Merchant(platform)
+    status, _, init = _init(m)
+    tid = init["id"]
+    changes = {"address2": "Unit 4", "zip": "30301", "company": "Acme", "address1": "1 Peachtree St"}
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda kv: _patch(m, tid, {"customer": {"billingAddress": dict([kv])}}),
+                                changes.items()))
+    assert [a[0] for a in answers] == [200] * 4, answers
+    status, _, read = _details(m, tid)
+    assert read["customer"]["billingAddress"] == {**META["customer"]["billingAddress"], **changes}

@@ -39,7 +39,10 @@ __all__ = ["TRANSACTION_SETTLED", "TransactionSettled", "init", "details", "upda
 
 TRANSACTION_SETTLED = 930
 TRANSACTION_ID = "[1-9][0-9]{11}"  # the QSAPI's transaction_id (public-facts: 12 digits)
-_ATTEMPTS = 3  # concurrent PATCHes: each write is conditional on the version read; a lost race reads again
+# Concurrent PATCHes: each write is conditional on the version it read, and a lost race reads again. A PATCH loses
+# only to another one's commit, and each commits once: with up to _ATTEMPTS PATCHes of one transaction at a time,
+# every one applies; beyond, one may answer "retry" (500).
+_ATTEMPTS = 5
 
 
 class TransactionSettled(VaultError):
