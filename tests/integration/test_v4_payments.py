@@ -255,3 +255,26 @@ def test_concurrent_patches_all_apply(platform):
     assert [a[0] for a in answers] == [200] * 4, answers
     status, _, read = _details(m, tid)
     assert read["customer"]["billingAddress"] == {**META["customer"]["billingAddress"], **changes}
+
+
+def test_authentication_comes_first_and_is_the_uniform_answer(platform):
+    """A wrong key, or the caller's key on another account's path: the uniform 401 (ApiViolation
+    ``authentication``) on every operation, before anything is read or validated."""
+    m, other = Merchant(platform), Merchant(platform)
+    status, _, init = _init(other, {})
+    wrong = "Basic " + base64.b64encode(f"{m.account_id}:wrong".encode()).decode()
+    cases = [("PaymentsV4Function", PAY + "/init", "POST", {"random": "4242424242424242"}, {}),
+             ("PaymentsV4Function", PAY + "/{transaction_id}", "GET", None, {"transaction_id": init["id"]}),
+             ("PaymentsV4Function", PAY + "/{transaction_id}", "PATCH", {"level3": {}}, {"transaction_id": init["id"]}),
+             ("DynamicDescriptorsFunction", DD, "GET", None, {}), ("DynamicDescriptorsFunction", DD, "POST", {}, {}),
+             ("DynamicDescriptorsFunction", DD + "/{id}", "DELETE", None, {"id": "ddesc_" + "0" * 32})]
+    for function, resource, method, body, params in cases:
+        for auth, account_id in ((wrong, m.account_id), (m.basic, other.account_id)):
+            params_all = {"account_id": account_id, **params}
+            path = resource
+            for name, value in params_all.items():
+                path = path.replace("{" + name + "}", value)
+            status, _, answer = call(platform, function, method, path, body, {"Authorization": auth},
+                                     resource=resource, path_params=params_all)
+            assert status == 401 and answer["errorType"] == "authentication", (resource, method, answer)
+            assert answer["value"] == "Authorization" and "4242" not in json.dumps(answer)
