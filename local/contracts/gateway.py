@@ -99,6 +99,13 @@ QSAPI_DESCRIPTIONS: dict[str, str] = {
                     "(the whole token or its paymentData), at most 16,384 characters (702/703).",
     "idempotency_key": "Idempotency key, 1-255 printable ASCII characters (221); the `Idempotency-Key` header "
                        "wins and both must agree.",
+    # --- issue 31 (docs/integrators/v4-payments.md) ---
+    "transaction_id": "The `id` of a v4 `payments/init` of this account (230 otherwise): the transaction is recorded "
+                      "under it, its meta readable with `GET /api/v4/accounts/{account_id}/payments/{id}`; charged "
+                      "once (231 after).",
+    "dynamic_descriptor_id": "The `id` of one of the account's dynamic descriptors (232 otherwise): the processor "
+                             "puts it on the statement and the answer echoes `dynamic_descriptor`.",
+    # --- end ---
     "bfid": "Token payments (required with any vault_token_*: 305): the token identifier, 30-150 of "
             "`A-Za-z0-9_-+/=` (214). Alone: read-and-detokenize within one hour (303). Spec Required: ALL; "
             "stored for RSAPI.",
@@ -230,6 +237,12 @@ def _transaction_properties() -> dict[str, Any]:
         "custom_id": text(v._VARIABLES["custom_id"][0]),
         "token_id": text("[1-9][0-9]{11}", "CAPTURE, REFUND, REVERSAL: the transaction_id acted on."),
         "batch_id": {"type": "integer", "minimum": 1, "description": "SETTLE-BATCH: the batch it closed."},
+        # --- issue 31 ---
+        "dynamic_descriptor_id": text(v._VARIABLES["dynamic_descriptor_id"][0], "The descriptor the request named."),
+        "dynamic_descriptor": {"type": "string", "maxLength": 42,
+                               "description": "The statement line the processor applied: `<descriptor> <city> "
+                                              "<state>` of the named dynamic descriptor."},
+        # --- end ---
         "error": {"type": "boolean"},
         "error_code": ref("GatewayErrorCode"),
         "error_message": nullable(s), "error_msg": nullable(s),
@@ -533,6 +546,12 @@ def build() -> dict[str, Any]:
 
     paths.update(api_keys.paths())
     schemas.update(api_keys.schemas())
+    # --- issue 31: the v4 payments and dynamic descriptors (local/contracts/payments_v4.py) ---
+    from local.contracts import payments_v4
+
+    paths.update(payments_v4.paths())
+    schemas.update(payments_v4.schemas())
+    payments_v4.extend_violation_codes(schemas["ApiViolation"])
     # --- end ---
     return document(
         api="gateway", title="Vault payment gateway API (QSAPI 3.8)",
@@ -551,4 +570,4 @@ def build() -> dict[str, Any]:
             **api_keys.SECURITY_SCHEMES,  # issue 31 (API keys)
         },
         tags=[{"name": n} for n in ("qsapi", "rsapi", "wallet", "checkout", "iframe",
-                                    "api-keys")])  # issue 19: iframe; issue 31: api-keys
+                                    "api-keys", "payments", "dynamic_descriptors")])  # issue 19: iframe; 31

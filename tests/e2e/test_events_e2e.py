@@ -24,7 +24,12 @@ EXPECTED_STATUS = {"wallet_session.json": 400, "wallet_domain_association.json":
                    "token_delete.json": 409, "token_detokenize.json": 403, "token_batch_detokenize.json": 403,
                    # issue 31: API keys (the sample key id is nobody's)
                    "api_keys_create.json": 201, "api_keys_list.json": 200, "api_keys_get.json": 404,
-                   "api_keys_update.json": 404, "api_keys_delete.json": 404, "api_key_scopes.json": 200}
+                   "api_keys_update.json": 404, "api_keys_delete.json": 404, "api_key_scopes.json": 200,
+                   # issue 31: the v4 payments and dynamic descriptors (sample ids: not found)
+                   "payments_v4_init.json": 201, "payments_v4_get.json": 404, "payments_v4_patch.json": 404,
+                   "dynamic_descriptors_create.json": 201, "dynamic_descriptors_list.json": 200,
+                   "dynamic_descriptors_get.json": 404, "dynamic_descriptors_update.json": 404,
+                   "dynamic_descriptors_delete.json": 404}
 
 
 def _state_dir(runner) -> Path:

@@ -28,9 +28,6 @@ from tests.dynalite import dynalite_server
 from tests.integration import v1_store
 from tests.integration.test_transactions_shards import ACCOUNT, T0, _items, _pages
 
-_CREDS = {"region_name": "us-east-1", "aws_access_key_id": "testing", "aws_secret_access_key": "testing"}
-
-
 def _create(client: Any, logical_id: str, name: str) -> None:
     """``name`` on dynalite, with the key schema and indexes template.yaml declares for ``logical_id``."""
     template = load_template()
@@ -50,7 +47,8 @@ def dynalite(monkeypatch: pytest.MonkeyPatch, frozen_clock: Any) -> Iterator[Any
                      "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
                      "AWS_REGION": "us-east-1"}.items():
             monkeypatch.setenv(k, v)
-        client = boto3.client("dynamodb", endpoint_url=endpoint, **_CREDS)
+        client = boto3.client("dynamodb", endpoint_url=endpoint, region_name="us-east-1",
+                              aws_access_key_id="testing", aws_secret_access_key="testing")
         reset_platform_state()
         try:
             yield client

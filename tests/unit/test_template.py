@@ -66,6 +66,7 @@ UNRESERVED |= {"IframeFunction"}
 # --- issue 31 (API keys): key management is rare merchant configuration, in the unreserved pool too ---
 UNRESERVED |= {"ApiKeysFunction"}
 # --- end ---
+UNRESERVED |= {"PaymentsV4Function", "DynamicDescriptorsFunction"}  # issue 31: the merchants' v4 API, like the iFrame's
 
 
 def _reserved(res: dict) -> tuple[str, str] | None:

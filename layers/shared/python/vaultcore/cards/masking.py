@@ -41,6 +41,7 @@ __all__ = [
     "mask_keyed",
     "apply_pattern",
     "redact_text",
+    "holds_pan",
 ]
 
 REDACTED = "[REDACTED]"
@@ -709,3 +710,14 @@ def _redact_once(text: str, needles: _Needles | None = None) -> tuple[str, _Need
         changed(_redact_pans(text, classes))
         current = letters_kept  # the PAN step turns digits into "*" only: the needles still hold
     return text, current
+
+
+def holds_pan(text: str) -> bool:
+    """Whether ``text`` holds what :func:`redact_text` masks as a card number: a Luhn-valid run of 13 to 19
+    digits, with or without single spaces or dashes between them, or a branded Luhn-valid window inside a longer
+    digit run. The same detector as the log redaction, so that data refused as card data (the v4 payments'
+    meta, vaultcore.payments.meta) and data scrubbed from logs are the same set."""
+    for match in _PAN_CANDIDATE_RE.finditer(text):
+        if _redact_pan(match) != match.group(0):
+            return True
+    return False

@@ -67,6 +67,11 @@ class E:
     CARD_DATA_UNREADABLE = 223  # issue 20: tracks, a P2PE payload or a stored card number that cannot be read
     AUTHORIZATION_CODE = 224  # issue 20: FORCE needs the offline authorization's code
     DEVICE_NOT_REGISTERED = 225  # issue 20 (card-present): P2PE reader not usable by this account
+    # --- issue 31 (v4 payments, dynamic descriptors: vaultcore.payments.init_ids, vaultcore.descriptors) ---
+    INIT_ID = 230  # transaction_id names no payments/init of this account
+    INIT_USED = 231  # the init id was charged already
+    DESCRIPTOR = 232  # dynamic_descriptor_id names no dynamic descriptor of this account
+    # --- end ---
     # 3xx: token payments and auto-tokenization
     TOKEN_PAYMENTS_OFF = 300
     NO_TOKENIZATION_PARTNER = 301
@@ -160,6 +165,13 @@ ERROR_MESSAGES: dict[int, str] = {
     E.CARD_DATA_UNREADABLE: "CARD DATA UNREADABLE",
     E.AUTHORIZATION_CODE: "authorization_code must be the 6 letters or digits of the offline authorization (FORCE).",
     E.DEVICE_NOT_REGISTERED: "The card reader is not registered to this account's partner, or is not active.",  # issue 20
+    # --- issue 31 ---
+    E.INIT_ID: "transaction_id must be the 12-digit id of a payments/init of this account (POST "
+               "/api/v4/accounts/{account_id}/payments/init).",
+    E.INIT_USED: "transaction_id has been charged already: an init id is charged once (read it with GET "
+                 "/api/v4/accounts/{account_id}/payments/{transaction_id}; init a new one for a new payment).",
+    E.DESCRIPTOR: "dynamic_descriptor_id must be the id of a dynamic descriptor of this account.",
+    # --- end ---
     E.TOKEN_PAYMENTS_OFF: "Token payments are not enabled for this account.",
     E.NO_TOKENIZATION_PARTNER: "The account has no tokenization partner.",
     E.BFID_INVALID: "The bfid is not valid.",
@@ -234,6 +246,7 @@ FIELD_CODES: dict[int, str | None] = {
     E.LEVEL2_FIELD: None, E.LEVEL2_TAX: "level2_tax", E.REISSUE: "reissue", E.TOKEN_PARAMETER: None,
     E.DEVICE_TRANS_ID: "device_trans_id", E.IFRAME_FIELD: None, E.TOKEN_ID: "token_id", E.VARIABLE: None,
     E.PAYMENT_TYPE: "payment_type",
+    E.INIT_ID: "transaction_id", E.DESCRIPTOR: "dynamic_descriptor_id",  # issue 31
 }
 #: What a multi-variable code names when its call site names no variable.
 _SOME = {E.LEVEL2_FIELD: "level2 data", E.TOKEN_PARAMETER: "token parameter", E.IFRAME_FIELD: "custom_id or etoken",

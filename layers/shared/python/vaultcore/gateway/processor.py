@@ -60,6 +60,8 @@ __all__ = [
     "new_transaction_id",
     "new_authorization_code",
     "transaction_timestamp",
+    "Descriptor",
+    "statement_line",
 ]
 
 TEST_CARD = "4124939999999990"
@@ -91,6 +93,23 @@ def gateway_brand(name: str | None) -> str | None:
 
 
 @dataclass(frozen=True)
+class Descriptor:
+    """A dynamic descriptor a payment names (issue 31, vaultcore.descriptors): what the statement shows."""
+
+    id: str
+    descriptor: str  # the merchant name, at most 25 characters
+    city: str  # at most 13 characters
+    state: str
+
+
+def statement_line(descriptor: Descriptor) -> str:
+    """The statement line the sandbox processor applies and echoes: the card acceptor name and location as card
+    networks carry them (ISO 8583 field 43: a 25-character name, a 13-character city, the state), joined by
+    single spaces."""
+    return " ".join((descriptor.descriptor.strip(), descriptor.city.strip(), descriptor.state))
+
+
+@dataclass(frozen=True)
 class CardPayment:
     """What the processor sees of a card payment (clear data lives only in memory, for this call)."""
 
@@ -101,6 +120,7 @@ class CardPayment:
     street: str | None = None
     amount_cents: int = 0
     currency: str = "USD"
+    descriptor: Descriptor | None = None  # issue 31
 
 
 @dataclass(frozen=True)
@@ -109,6 +129,7 @@ class AchPayment:
     routing_number: str
     amount_cents: int = 0
     currency: str = "USD"
+    descriptor: Descriptor | None = None  # issue 31
 
 
 @dataclass(frozen=True)
@@ -120,6 +141,7 @@ class Outcome:
     card_brand: str | None
     avs_response: str | None
     cvv2_response: str | None
+    dynamic_descriptor: str | None = None  # issue 31: the statement line applied (statement_line), echoed
 
 
 def new_transaction_id() -> str:
@@ -160,8 +182,21 @@ def _cvv2(payment: CardPayment, trigger: str) -> str:
     return "M"
 
 
+def _echo(outcome: Outcome, descriptor: Descriptor | None) -> Outcome:
+    """The outcome with the statement line of the payment's dynamic descriptor, as a processor echoes what it
+    applied (issue 31)."""
+    if descriptor is None:
+        return outcome
+    return Outcome(outcome.approved, outcome.error_code, outcome.authorization_code, outcome.authorization_message,
+                   outcome.card_brand, outcome.avs_response, outcome.cvv2_response, statement_line(descriptor))
+
+
 def authorize_card(payment: CardPayment) -> Outcome:
     """Authorize (SALE or AUTHORIZATION) a card payment that already passed the gateway's validation."""
+    return _echo(_authorize_card(payment), payment.descriptor)
+
+
+def _authorize_card(payment: CardPayment) -> Outcome:
     brand = gateway_brand(detect_brand(payment.pan))
     approved, code, trigger = TRIGGERS.get(payment.pan, (True, 0, "approve"))
     if approved and payment.amount_cents in AMOUNT_TRIGGERS and _certification():
@@ -184,7 +219,7 @@ def _certification() -> bool:
 
 def debit_ach(payment: AchPayment) -> Outcome:
     """Accept an ACH debit (the sandbox approves every valid one)."""
-    return Outcome(True, 0, new_authorization_code(), "APPROVED", None, None, None)
+    return _echo(Outcome(True, 0, new_authorization_code(), "APPROVED", None, None, None), payment.descriptor)
 
 
 # --- issue 20: the sandbox bank's ACH returns ------------------------------------------------------------------

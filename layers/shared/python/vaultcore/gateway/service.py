@@ -63,6 +63,7 @@ from typing import Any
 from vaultcore import clock, metrics
 from vaultcore.api.http import Request, Response, json_response
 from vaultcore.apikeys import gateway as gateway_keys
+from vaultcore.descriptors import records as descriptors  # issue 31: a SALE's dynamic descriptor
 from vaultcore.errors import DependencyError, VaultError
 from vaultcore.gateway import accounts, batches, idempotency, postbacks, processor, store
 from vaultcore.gateway.errors import ERROR_MESSAGES, E, GatewayError
@@ -78,6 +79,7 @@ from vaultcore.gateway.validation import (
     validate_request,
 )
 from vaultcore.logs import get_logger
+from vaultcore.payments import init_ids  # issue 31: a payments/init id charged through the QSAPI
 from vaultcore.wallet import gateway_hooks
 
 __all__ = ["qsapi", "process", "response_from_item", "RESPONSE_FIELDS", "AUTHORIZATION_LIFETIME_SECONDS",
@@ -97,7 +99,9 @@ RESPONSE_FIELDS: tuple[tuple[str, bool], ...] = (
     ("first_name", False), ("last_name", False), ("keyed", True), ("swiped", True), ("entry_mode", True),
     ("transaction_approved", True), ("avs_response", False), ("cvv2_response", False),
     ("transaction_description", False), ("balance", False), ("currency", True),
-    ("custom_id", False), ("token_id", False), ("batch_id", False), ("error", True), ("error_code", True),
+    ("custom_id", False), ("token_id", False), ("batch_id", False),
+    ("dynamic_descriptor_id", False), ("dynamic_descriptor", False),  # issue 31: echoed when a SALE names one
+    ("error", True), ("error_code", True),
     ("error_message", True), ("error_msg", True),
 )
 _CLEAR_NAMES = frozenset(TOKEN_TWINS.values())  # card_number, card_expiration, ... zip
@@ -186,7 +190,8 @@ def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[in
         raise GatewayError(E.NO_TOKENIZATION_PARTNER)
     _check_type_allowed(account, req)
 
-    transaction_id = processor.new_transaction_id()
+    # issue 31: a payments/init id names the transaction (its meta checked: one GetItem, only when sent)
+    transaction_id = init_ids.reserved(account.account_id, req.get("transaction_id")) or processor.new_transaction_id()
     writer = uuid.uuid4().hex  # this request's identity on every conditional write it makes
     claim: idempotency.Claim | None = None
     if key is not None:
@@ -200,6 +205,7 @@ def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[in
         if replay is not None:
             return replay
     try:
+        init_ids.check_unused(account.account_id, req.get("transaction_id"))  # issue 31: an init id charges once
         if req.source == "capture":
             response, item, message = _capture(account, req, transaction_id, writer, int(now))
         elif req.source == "refund":
@@ -573,6 +579,7 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
         token_source = "auto"
 
     amount = req.amount_cents
+    descriptor = descriptors.resolve(account.account_id, req.get("dynamic_descriptor_id"))  # issue 31
     credit = req.transaction_type == "CREDIT"
     if credit:
         _take_credit_allowance(account, transaction_id, amount, now)
@@ -586,12 +593,13 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
             outcome = processor.authorize_card(processor.CardPayment(
                 pan=payment.values["card_number"], expiration=payment.values["card_expiration"],
                 cvv=payment.get("card_verification"), zip=payment.get("zip"), street=payment.get("street_address1"),
-                amount_cents=amount, currency=req.currency))
+                amount_cents=amount, currency=req.currency, descriptor=descriptor))
             last4 = payment.values["card_number"][-4:]
         else:
             outcome = processor.debit_ach(processor.AchPayment(
                 account_number=payment.values["bank_account_number"],
-                routing_number=payment.values["bank_routing_number"], amount_cents=amount, currency=req.currency))
+                routing_number=payment.values["bank_routing_number"], amount_cents=amount, currency=req.currency,
+                descriptor=descriptor))
             last4 = payment.values["bank_account_number"][-4:]
             if outcome.approved:  # an ACH debit is pending until its batch settles (issue 20)
                 outcome = dataclasses.replace(outcome, authorization_message="PENDING")
@@ -623,6 +631,9 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
             **token_info,
             **wallet_fields, **fraud_fields,  # issue 8: tender_type APay, entry_mode wallet, ECI; fraud score
             **_echoed(req),  # issue 20
+            # issue 31: only when named, so that other items (and their write units) stay as they were
+            **({"dynamic_descriptor_id": descriptor.id, "dynamic_descriptor": outcome.dynamic_descriptor}
+               if descriptor is not None else {}),
         }
         # --- issue 20 (card-present): keyed / swiped / entry_mode of the read ---
         item.update(present_fields)

@@ -134,6 +134,10 @@ _VARIABLES: dict[str, tuple[re.Pattern[str], int]] = {
     "authorization_code": (re.compile(r"[A-Za-z0-9]{6}"), E.AUTHORIZATION_CODE),
     "apay_payload": (_text(1, MAX_APAY_LENGTH), E.VARIABLE),
     "idempotency_key": (re.compile(r"[\x20-\x7e]{1,255}"), E.IDEMPOTENCY_KEY),
+    # --- issue 31: a v4 payments/init id to charge, and a dynamic descriptor's id (docs/integrators/v4-payments.md)
+    "transaction_id": (re.compile(r"[1-9][0-9]{11}"), E.INIT_ID),
+    "dynamic_descriptor_id": (re.compile(r"ddesc_[0-9a-f]{32}"), E.DESCRIPTOR),
+    # --- end ---
 }
 # --- issue 20 (card-present): card_tracks and the P2PE reader variables (vaultcore.gateway.card_present) ---
 _VARIABLES.update(card_present.PATTERNS)
