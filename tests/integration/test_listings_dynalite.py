@@ -28,6 +28,7 @@ from tests.dynalite import dynalite_server
 from tests.integration import v1_store
 from tests.integration.test_transactions_shards import ACCOUNT, T0, _items, _pages
 
+
 def _create(client: Any, logical_id: str, name: str) -> None:
     """``name`` on dynalite, with the key schema and indexes template.yaml declares for ``logical_id``."""
     template = load_template()
