@@ -7,8 +7,8 @@ It is copied as ``app.py`` into its own function directory and run by cold_start
   bench sets Lambda's variables; its segments go to the X-Ray daemon address, loopback UDP where nothing
   listens), Metrics (``log_metrics``, one metric per request);
 * API Gateway events through ``APIGatewayRestResolver`` (a catch-all route) with the body parsed by the Powertools
-  parser (pydantic) through ``ApiGatewayEnvelope``; SQS events through ``BatchProcessor`` +
-  ``process_partial_response``; scheduled events straight to the work;
+  parser (pydantic) through ``ApiGatewayEnvelope``; SQS and DynamoDB stream events through ``BatchProcessor``
+  (its SQS or DynamoDBStreams event type) + ``process_partial_response``; scheduled events straight to the work;
 * the work wrapped in ``idempotent_function`` (DynamoDBPersistenceLayer: its own boto3 session and client, as
   Powertools makes them). ``POWERTOOLS_IDEMPOTENCY_DISABLED`` is set by the bench so the idempotency layer adds no
   AWS call: the calls stay exactly those of the function measured;
@@ -47,6 +47,7 @@ tracer = Tracer(service="naive")
 metrics = Metrics(namespace="NaiveBench", service="naive")
 app = APIGatewayRestResolver()
 processor = BatchProcessor(event_type=EventType.SQS)
+stream_processor = BatchProcessor(event_type=EventType.DynamoDBStreams)
 persistence = DynamoDBPersistenceLayer(table_name=os.environ.get("IDEMPOTENCY_TABLE", "IdempotencyTable"))
 idempotency = IdempotencyConfig(event_key_jmespath="reference", raise_on_no_idempotency_key=False)
 
@@ -95,10 +96,17 @@ def record_handler(record: Any) -> None:
     work(body=json.loads(record.body))
 
 
+def stream_record_handler(record: Any) -> None:
+    work(body={"reference": record.event_id})
+
+
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_REST)
 @tracer.capture_lambda_handler(capture_response=False)
 @metrics.log_metrics
 def lambda_handler(event: dict, context: Any) -> Mapping[str, Any]:
+    if "Records" in event and event["Records"] and event["Records"][0].get("eventSource") == "aws:dynamodb":
+        return process_partial_response(event=event, record_handler=stream_record_handler,
+                                        processor=stream_processor, context=context)
     if "Records" in event:
         return process_partial_response(event=event, record_handler=record_handler, processor=processor,
                                         context=context)

@@ -2,9 +2,10 @@
 route and creates its AWS clients (no network call), so the first request pays for neither. With credentials
 and a region in the environment (as in Lambda) the clients are vaultcore's JSON-protocol clients and botocore is not
 imported at all; with ``VAULT_AWS_SDK=botocore`` they share one botocore session. boto3, Powertools and pydantic are
-never imported, and the rarely used heavy modules (lxml for XML
-bodies; jsonpath_ng and regex outside the proxy) stay lazy. No timings here: bench/bench_cold_start.py measures
-init + first request against a naive handler."""
+never imported, and the modules only some requests need stay lazy in every function, the proxy included: lxml
+(XML bodies), jsonpath_ng (a JSONPath place), regex (a partner's regex: vaultcore.net.safe_regex). The management
+function imports a route module on the first request that needs it (vaultcore.admin.routes), not all six at init.
+No timings here: bench/bench_cold_start.py measures init + first request against a naive handler."""
 
 from __future__ import annotations
 
@@ -18,8 +19,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 APPS = sorted((ROOT / "functions").glob("*/app.py"))
-NEVER = {"boto3", "s3transfer", "aws_lambda_powertools", "pydantic", "lxml", "urllib3"}
-PROXY_ONLY = {"jsonpath_ng", "regex"}
+NEVER = {"boto3", "s3transfer", "aws_lambda_powertools", "pydantic", "lxml", "urllib3", "jsonpath_ng", "regex"}
 PROBE = """
 import gc, importlib.util, json, sys
 spec = importlib.util.spec_from_file_location("app", sys.argv[1])
@@ -81,8 +81,17 @@ def test_init_imports_the_route_and_creates_the_clients(app):
         assert route in loaded
     assert modules <= loaded
     assert not roots & NEVER, roots & NEVER
-    if app.parent.name != "proxy":
-        assert not roots & PROXY_ONLY, roots & PROXY_ONLY
+
+
+def test_management_init_imports_no_route_module():
+    from vaultcore.admin.routes import ALL_MODULES
+
+    loaded = set(_init(ROOT / "functions" / "management" / "app.py")["modules"])
+    assert {"vaultcore.admin.routes", "vaultcore.admin.router"} <= loaded
+    assert not {f"vaultcore.admin.{m}" for m in ALL_MODULES} & loaded
+    # the domains behind them: each is imported by the request that needs it
+    assert not {"vaultcore.gateway.accounts", "vaultcore.proxy.config", "vaultcore.tokens.keys",
+                "vaultcore.wallet.settings", "vaultcore.postback.relay", "vaultcore.partners.service"} & loaded
 
 
 @pytest.mark.parametrize("function", ["parser", "postback"])

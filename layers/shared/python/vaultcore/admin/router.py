@@ -1,7 +1,8 @@
 """A small router for the management API (``/admin/v1/...``): method + path template → function.
 
 Each domain registers its routes in its own ``admin`` module (``@route("POST", "/admin/v1/partners")``);
-:mod:`vaultcore.admin.routes` imports them all. Path parameters are passed as keyword arguments.
+:mod:`vaultcore.admin.routes` imports the one a request needs (all of them:
+:func:`vaultcore.admin.routes.register_all`). Path parameters are passed as keyword arguments.
 """
 
 from __future__ import annotations
