@@ -121,12 +121,14 @@ def test_an_unsupported_filter_operator_is_refused_not_ignored():
         matches({"k": [{"numeric": [">", 0]}]}, {"k": 1})
 
 
-def test_the_templates_filter_is_the_relays():
+@pytest.mark.parametrize("event,pattern", [("Deliveries", relay.FILTER_PATTERN),
+                                           ("Transactions", relay.TRANSACTIONS_FILTER_PATTERN)])
+def test_the_templates_filter_is_the_relays(event, pattern):
     from local.template import load_template
 
-    mapping = load_template()["Resources"]["PostbackOutboxFunction"]["Properties"]["Events"]["Deliveries"]
+    mapping = load_template()["Resources"]["PostbackOutboxFunction"]["Properties"]["Events"][event]
     (only,) = mapping["Properties"]["FilterCriteria"]["Filters"]
-    assert json.loads(only["Pattern"]) == relay.FILTER_PATTERN
+    assert json.loads(only["Pattern"]) == pattern
 
 
 # ----------------------------------------------------------------------------- the stream event source

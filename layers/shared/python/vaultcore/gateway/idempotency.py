@@ -24,7 +24,9 @@ payload; our records must never hold card data. So:
   settled (``unsettled``: each id with the time it claimed the key), so that an attempt which fails to settle
   its predecessor (DynamoDB failing again) leaves it to the next one instead of forgetting it (issue 28).
 * :func:`complete` stores the final response, which holds no clear card data: gateway responses carry last4
-  only, and the caller re-checks the text against the request's card and account numbers before storing.
+  only, and the caller re-checks the text against the request's card and account numbers before storing. A
+  request that recorded the transaction its claim reserved does not complete (issue 29: one write unit less per
+  keyed request): the recorded transaction is the answer a replay gives (``service._answered_by_record``).
   Failures that never reached the processor (validation, token resolution, capture refusals) are not stored:
   the record is released and a retry runs again.
 
