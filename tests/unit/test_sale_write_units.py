@@ -1,0 +1,56 @@
+"""The write budget of a keyed SALE with a postback (issue 29, "cost per operation as the load grows").
+
+A SALE with an ``Idempotency-Key`` for an account with a postback URL runs through the platform's own handlers
+on in-process moto (bench/bench_capacity.py :func:`run_workload`, SALEs only, one measured round per merchant),
+its postback delivered by the runner's stream and queue pollers. Every DynamoDB write of the operation is
+recorded with its parameters and the items before and after it, and its write units are counted by DynamoDB's
+rules (:func:`bench.bench_capacity.touches`: 1 KB per unit, a TransactWriteItems twice, each GSI entry written
+too). The test fails when the total passes :data:`BUDGET`, and names every write, so that a change which adds a
+write or lets an item cross 1 KB says where.
+
+The budget and its floor, unit by unit (docs/operators/capacity.md "Write units per SALE"):
+
+1. the idempotency claim, before the processor is asked: a conditional PutItem (a lock that must exist before the
+   charge, so it cannot be folded into the transaction's write that follows the charge);
+2. the transaction: one PutItem of an item under 1 KB, flagged for its postback (the Transactions stream is the
+   outbox: no TransactWriteItems, whose units count twice, and no Deliveries item at SALE time);
+3. its ``byShardCreated`` index entry (RSAPI's listings; every GSI entry costs at least one unit);
+4. the delivery claim, before the POST: a conditional UpdateItem that creates the delivery's item (so that a
+   second SQS copy never POSTs the same attempt);
+5. and 6. after the POST, one BatchWriteItem: the attempt item of the delivery log and the delivery's state
+   (``delivered``, so that a copy of the SQS message after a lost acknowledgement makes no second attempt).
+
+Writes 1 to 5 happen at five different moments and each protects an invariant; 6 is the one a future change of
+the delivery log (the attempt record kept in the delivery's own item) could remove, at the cost of changing
+``deliveries.list_attempts``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+
+from bench.bench_capacity import run_workload, table_schemas, touches
+
+#: Write units of one keyed SALE with a postback, its delivery included (was 19, then 10 before the stream
+#: outbox of the Transactions table and the claim-only idempotency record).
+BUDGET = 6
+
+
+def test_a_keyed_sale_with_a_postback_writes_within_the_budget(platform):
+    with contextlib.redirect_stdout(io.StringIO()):  # the handlers' structured log lines
+        instances, _ = run_workload(platform, rounds=1, operations=("SALE",))
+    schemas = table_schemas(platform.resources, platform.refs, platform.template.get("Parameters") or {})
+    measured = [i for i in instances if i["operation"] == "SALE" and not i.get("warmup")]
+    assert len(measured) == 2 and all(i["postbacks_delivered"] for i in measured)
+    for instance in measured:
+        writes = [(call["operation"], t["table"], t["index"], t["units"]) for call in instance["calls"]
+                  if call["service"] == "dynamodb" for t in touches(call, schemas) if t["kind"] == "write"]
+        total = sum(units for *_, units in writes)
+        assert total <= BUDGET, "\n".join(f"{op} {table} {index or ''} {units}" for op, table, index, units in writes)
+        # what each unit pays for (the module docstring): a new write anywhere shows here first
+        tables = sorted((table, index or "") for _, table, index, _ in writes)
+        assert tables == sorted([("IdempotencyTable", ""), ("TransactionsV2Table", ""),
+                                 ("TransactionsV2Table", "byShardCreated (GSI)"), ("DeliveriesTable", ""),
+                                 ("DeliveriesTable", ""), ("DeliveriesTable", "")]), writes
+        assert all(units == 1 for *_, units in writes), writes  # every item under 1 KB, nothing transactional
