@@ -64,8 +64,8 @@ from vaultcore import clock, metrics
 from vaultcore.api.http import Request, Response, json_response
 from vaultcore.errors import DependencyError, VaultError
 from vaultcore.gateway import accounts, batches, idempotency, postbacks, processor, store
-from vaultcore.gateway.records import RESPONSE_FIELDS, response_from_item
 from vaultcore.gateway.errors import ERROR_MESSAGES, E, GatewayError
+from vaultcore.gateway.records import RESPONSE_FIELDS, response_from_item
 from vaultcore.gateway.validation import (
     LEVEL2_FIELDS,
     RSAPI_TOKEN_FIELDS,

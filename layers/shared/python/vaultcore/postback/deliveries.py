@@ -10,16 +10,18 @@ Items (partition key attribute ``account_id``, whose value is ``<account_id>#<sh
 
 Spread: the partition is the account id plus a shard (``DELIVERY_SHARDS`` = 64) taken from the delivery id, so
 one delivery's items share a partition and one busy merchant's deliveries spread over 64. At 5,000 SALE/s of
-one merchant each SALE writes about 5 units on its shard (the message in a transaction: 2, the claim: 1, the
-outcome: 1 and the attempt item: 1): 25,000 / 64 = about 390 units a second per partition, under 50% of
-DynamoDB's 1,000. The key attribute keeps its name (renaming it would replace a ``Retain`` table);
+one merchant each SALE writes 3 units on its shard (the claim: 1, the outcome: 1 and the attempt item: 1):
+15,000 / 64 = about 234 units a second per partition, under 50% of DynamoDB's 1,000 (up to about 10,000 SALE/s). The key attribute keeps its name (renaming it would replace a ``Retain`` table);
 :func:`list_attempts` fans out over the shards and merges, and also reads the unsharded partition of items
 written before the spread, until their 90-day TTL has removed them.
 
-The outbox is the table's stream (DeliveriesTable StreamSpecification, NEW_IMAGE): the gateway writes a
-message's ``MSG#`` item in the same ``TransactWriteItems`` as its transaction (:func:`outbox_put`), in state
-``unsent``, and the stream relay (:mod:`vaultcore.postback.relay`) puts every such INSERT on the postback queue.
-No index, no sweeper, no write to say "queued": a new item is in the stream exactly when it is committed.
+The outbox of a new transaction is the Transactions table's stream (issue 29: the transaction item carries the
+postback flag, ``vaultcore.gateway.postbacks``): its message has no ``MSG#`` item until the sender's
+:func:`claim` creates it (the claim's conditions all admit a missing item), so a SALE writes nothing here. A change
+to an existing transaction that sends a postback (a returned ACH debit) writes its message's ``MSG#`` item in the
+same ``TransactWriteItems`` as the change (:func:`outbox_put`), in state ``unsent``, and this table's stream
+(NEW_IMAGE) feeds the same relay (:mod:`vaultcore.postback.relay`). No index, no sweeper, no write to say
+"queued": a new item is in a stream exactly when it is committed.
 
 Attempts are counted here, not by SQS's receive count: a receive may be a deferral (the circuit is open) or a
 second copy of one message (a lost SendMessage answer, the relay's retry of a batch), and neither is an attempt.
