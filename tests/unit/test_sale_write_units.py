@@ -54,3 +54,42 @@ def test_a_keyed_sale_with_a_postback_writes_within_the_budget(platform):
                                  ("TransactionsV2Table", "byShardCreated (GSI)"), ("DeliveriesTable", ""),
                                  ("DeliveriesTable", ""), ("DeliveriesTable", "")]), writes
         assert all(units == 1 for *_, units in writes), writes  # every item under 1 KB, nothing transactional
+
+
+def test_a_replay_after_the_lock_answers_from_the_transaction_without_taking_the_key_over(platform, frozen_clock):
+    """The keyed SALE made no "complete" write, so its record stays INPROGRESS; a replay after the 30-second lock
+    finds the holder's transaction recorded and answers it (Idempotent-Replayed, the same response), writing only
+    the record's completion: no takeover PutItem, no fence (the path of an abandoned request)."""
+    import json
+
+    import boto3
+
+    from bench.bench_capacity import Recorder
+    from tests.helpers import admin, api_event
+    from vaultcore import clock
+
+    status, account = admin(platform, "POST", "/admin/v1/accounts", {"options": {}})
+    assert status == 201, account
+    variables = {"account_id": account["account_id"], "api_accesskey": account["api_accesskey"],
+                 "transaction_type": "SALE", "tender_type": "CARD", "card_number": "4242424242424242",
+                 "card_expiration": "1230", "transaction_amount": "10.00"}
+
+    def sale() -> tuple[dict, dict]:
+        out = platform.invoke("GatewayFunction", api_event("POST", "/api/qsapi/3.8", variables,
+                                                           {"Idempotency-Key": "order-77"}))
+        assert out["statusCode"] == 200, out
+        return json.loads(out["body"]), out.get("headers") or {}
+
+    first, headers = sale()
+    assert first["transaction_approved"] is True and headers.get("Idempotent-Replayed") is None
+    clock.set_offset(clock.offset() + 31)
+    with Recorder(platform, boto3.client("dynamodb", region_name="us-east-1")) as recorder:
+        recorder.start("replay", "0", 1)
+        replay, headers = sale()
+        recorder.finish()
+    assert headers.get("Idempotent-Replayed") == "true" and replay == first
+    writes = [(c["operation"], c["params"].get("TableName")) for c in recorder.done[-1]["calls"]
+              if c["service"] == "dynamodb" and c["operation"] in ("PutItem", "UpdateItem", "DeleteItem",
+                                                                   "TransactWriteItems", "BatchWriteItem")]
+    assert writes == [("PutItem", platform.refs["IdempotencyTable"]),  # the claim, refused by the live record
+                      ("UpdateItem", platform.refs["IdempotencyTable"])], writes  # the replay completes it

@@ -164,7 +164,7 @@ def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[in
         try:
             claim = idempotency.claim(account.account_id, key,
                                       idempotency.fingerprint(req.values, accounts.access_key_of(account, variables)),
-                                      transaction_id, int(now))
+                                      transaction_id, int(now), lambda held: _is_recorded(account, held))
         except idempotency.KeyStateUnknown:
             raise OutcomeUnknown() from None  # the key may be held: the documented answer is "retry the same key"
         replay = _claim_outcome(claim, account, req)
@@ -292,6 +292,15 @@ def _claim_outcome(claim: idempotency.Claim, account: accounts.Account, req: Gat
         except VaultError:
             raise OutcomeUnknown() from None
     return None
+
+
+def _is_recorded(account: accounts.Account, transaction_id: str) -> bool:
+    """Whether the transaction an abandoned idempotency claim reserved is recorded (one consistent GetItem);
+    False when DynamoDB cannot tell now (the claim then takes the key over and settles it, as before)."""
+    try:
+        return store.get_transaction(account.account_id, transaction_id, consistent=True) is not None
+    except VaultError:
+        return False
 
 
 def _recorded_by_holder(claim: idempotency.Claim, account: accounts.Account, req: GatewayRequest
