@@ -205,7 +205,7 @@ def _answered_by_record(claim: idempotency.Claim, response: dict[str, Any]) -> b
 
     Issue 29 (cost per operation): the claim already names the transaction id it reserved, and a keyed retry
     that finds the key held answers from that transaction once it is recorded (:func:`_recorded_by_holder`
-    within the 30-second lock, the takeover's :func:`store.settle` after it), with the same
+    within the 30-second lock and, through :func:`_is_recorded`, after it), with the same
     ``response_from_item`` the direct answer is. So storing the response again in the Idempotency table (1 write
     unit per keyed request) only saves a replay one read. A takeover's claim still completes: it drops the list
     of earlier attempts the record carries, which every later replay would otherwise settle again.
@@ -527,7 +527,7 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
       2. Transactions table PutItem (conditional: a new transaction_id, or this request's own retry); with a
          postback URL the item carries the postback flag, and the Transactions stream relay queues it.
     With an idempotency key: + Idempotency PutItem (claim) = 3 (the recorded transaction answers a replay: no
-    "complete" write, see :func:`_complete`).
+    "complete" write, see :func:`_answered_by_record`).
     A bfid-only token payment: Tokens GetItem (read step) + Transactions PutItem.
     """
     token_info: dict[str, str] = {}
