@@ -32,8 +32,8 @@ import io
 
 from bench.bench_capacity import run_workload, table_schemas, touches
 
-#: Write units of one keyed SALE with a postback, its delivery included (was 19, then 10 before the stream
-#: outbox of the Transactions table and the claim-only idempotency record).
+#: Write units of one keyed SALE with a postback, its delivery included (10 before the Transactions stream
+#: outbox and the claim-only idempotency record; 12 in the design before the partition spread).
 BUDGET = 6
 
 
@@ -93,3 +93,41 @@ def test_a_replay_after_the_lock_answers_from_the_transaction_without_taking_the
                                                                    "TransactWriteItems", "BatchWriteItem")]
     assert writes == [("PutItem", platform.refs["IdempotencyTable"]),  # the claim, refused by the live record
                       ("UpdateItem", platform.refs["IdempotencyTable"])], writes  # the replay completes it
+
+
+def test_the_delivery_shard_count_is_a_raise_only_parameter(platform, monkeypatch):
+    """``DeliveryShards`` reaches every function with the code's default. After a raise (``DELIVERY_SHARDS`` 128,
+    ``DELIVERY_SHARDS_BEFORE`` 64) a delivery claimed under 64 is found where it is: its next claim updates the same
+    item (the attempt count goes on, so a copy is still refused), and its attempts are listed by delivery id."""
+    import pytest
+
+    from local.template import load_template
+    from vaultcore.postback import deliveries
+
+    template = load_template()
+    assert template["Parameters"]["DeliveryShards"]["Default"] == deliveries.DELIVERY_SHARDS
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert variables["DELIVERY_SHARDS"] == {"Ref": "DeliveryShards"}
+    assert variables["DELIVERY_SHARDS_BEFORE"] == {"Ref": "DeliveryShardsBefore"}
+
+    # a delivery id whose shard differs under 64 and 128
+    delivery_id = next(f"d-{i}" for i in range(100)
+                       if deliveries.partition("a1", f"d-{i}", 64) != deliveries.partition("a1", f"d-{i}", 128))
+    message = {"delivery_id": delivery_id, "account_id": "a1", "transaction_id": "000000000001",
+               "created_at": 1, "response": {}}
+    first = deliveries.claim(message, 30, holder="sqs-a")
+    assert first["account_id"] == deliveries.partition("a1", delivery_id, 64) and first["attempt"] == 1
+    deliveries.finish(first, 1, "failed", 500, 1.0, "HTTP 500", "")
+    monkeypatch.setenv("DELIVERY_SHARDS", "128")
+    monkeypatch.setenv("DELIVERY_SHARDS_BEFORE", "64")
+    assert deliveries.shard_count() == 128 and deliveries.earlier_shard_counts() == [64]
+    with pytest.raises(deliveries.Claimed) as refused:
+        deliveries.claim(message, 30, holder="sqs-b")  # another first copy: refused by the item under 64
+    assert refused.value.reason == "copy"
+    second = deliveries.claim(message, 30, holder="sqs-a")
+    assert second["account_id"] == first["account_id"] and second["attempt"] == 2
+    assert [a["attempt"] for a in deliveries.list_attempts("a1", delivery_id=delivery_id)] == [1]
+    for bad in ("0", "2000", "64,128"):
+        monkeypatch.setenv("DELIVERY_SHARDS", bad)
+        with pytest.raises(RuntimeError):
+            deliveries.shard_count()
