@@ -352,9 +352,10 @@ def table_schemas(resources: dict[str, Any], refs: dict[str, str], parameters: d
 
 
 def _stem(name: str) -> str:
-    """``ProxyLogs`` and ``ProxyLog`` alike: lower case, each word's plural ``s`` dropped."""
+    """``ProxyLogs`` and ``ProxyLog``, ``Deliveries`` and ``Delivery`` alike: lower case, each word's plural
+    dropped."""
     words = re.findall(r"[A-Z][a-z0-9]*|[a-z0-9]+", name)
-    return "".join(w.lower().rstrip("s") for w in words)
+    return "".join(w.lower()[:-3] + "y" if w.lower().endswith("ies") else w.lower().rstrip("s") for w in words)
 
 
 def _index_entry_size(item: dict[str, Any], table: dict, index: dict) -> int:

@@ -142,8 +142,9 @@ def test_a_sale_whose_every_write_answer_is_lost_charges_once_and_answers(platfo
         account = _account(platform, receiver.url + "/ok")
         wrapper = faults(WRITES)
         status, headers, sale = _sale(platform, account, key="order-1")
-        # the idempotency claim, the transaction + delivery transaction and the completion were each sent twice
-        assert {"put_item", "transact_write_items", "update_item"} <= set(wrapper.faults)
+        # the idempotency claim and the transaction (one PutItem, flagged for its postback: issue 29) were each
+        # sent twice; no "complete" write: the recorded transaction answers the replay below
+        assert wrapper.faults.count("put_item") >= 2 and set(wrapper.faults) == {"put_item"}
         assert status == 200 and sale["transaction_approved"] is True, sale
         (recorded,) = _approved(account)
         assert recorded["transaction_id"] == sale["transaction_id"]

@@ -98,7 +98,8 @@ def test_a_postback_sqs_refused_goes_to_the_relay_failure_queue_and_is_redriven(
         monkeypatch.setenv("POSTBACK_QUEUE_URL", real_queue + "-unavailable")  # SQS answers NonExistentQueue
         reset_settings()
         relay_source = platform.stream_sources[0]
-        relay_source.retry_seconds = 0  # the retries' backoff (1 s doubling locally): not waited for here
+        for source in platform.stream_sources:
+            source.retry_seconds = 0  # the retries' backoff (1 s doubling locally): not waited for here
         invocations: list[int] = []
         relay = platform.modules["PostbackOutboxFunction"].lambda_handler
         monkeypatch.setattr(platform.modules["PostbackOutboxFunction"], "lambda_handler",
@@ -110,7 +111,8 @@ def test_a_postback_sqs_refused_goes_to_the_relay_failure_queue_and_is_redriven(
         failures = sqs.receive_message(QueueUrl=platform.refs["PostbackRelayDeadLetterQueue"],
                                        VisibilityTimeout=0)["Messages"]
         info = json.loads(failures[0]["Body"])["DDBStreamBatchInfo"]
-        assert info["batchSize"] == 1 and info["streamArn"] == platform.attrs[("DeliveriesTable", "StreamArn")]
+        # a SALE's postback comes from the Transactions stream (issue 29: its item is the outbox)
+        assert info["batchSize"] == 1 and info["streamArn"] == platform.attrs[("TransactionsV2Table", "StreamArn")]
         assert platform.pump_streams() == 0  # the shard moved on: nothing read twice
         monkeypatch.setenv("POSTBACK_QUEUE_URL", real_queue)
         reset_settings()

@@ -64,6 +64,49 @@ def test_the_relay_queues_new_postbacks_ten_per_call_and_reports_the_refused(mon
     assert metrics.pending() == []
 
 
+def _transaction_record(seq: int, *, name: str = "INSERT", flag: str | None = "tokens") -> dict:
+    """A Transactions stream record as Lambda delivers it (numbers as strings, binary in base64)."""
+    from vaultcore.store.ddb import to_item
+
+    item = {"pk": "a1#3", "account_id": "a1", "transaction_id": f"00000000000{seq}", "created_at": 1_700_000_000,
+            "transaction_type": "SALE", "transaction_cents": 1000, "request_cents": 1000, "card_brand": "Visa",
+            "transaction_approved": True, "last4": "4242", "reissue": "1", "bfid": "bf1",
+            "vault_token_card_number": "tok-1", "delivery_id": f"d{seq}", "writer": "w", "first_name": None}
+    if flag:
+        item["postback"] = flag
+    image = {k: v for k, v in to_item(item).items()}
+    image["blob"] = {"B": "AAE="}  # base64, as a Lambda event carries a binary attribute
+    return {"eventName": name, "eventSource": "aws:dynamodb",
+            "dynamodb": {"NewImage": image, "SequenceNumber": str(200 + seq)}}
+
+
+def test_the_relay_queues_a_flagged_transaction_with_the_message_the_gateway_builds(monkeypatch, capsys):
+    """Issue 29: the Transactions stream is the outbox. The message is built from the image exactly as
+    ``postbacks.message_from_item`` builds it from the stored item (token fields only with the ``tokens`` flag);
+    unflagged inserts and updates of transactions are not queued, and the template's filter agrees."""
+    from vaultcore.gateway import postbacks
+    from vaultcore.gateway.records import response_from_item
+
+    sqs = _Sqs()
+    records = [_transaction_record(1), _transaction_record(2, flag="plain"), _transaction_record(3, flag=None),
+               _transaction_record(4, name="MODIFY")]
+    result, _ = _relay(monkeypatch, capsys, records, sqs)
+    assert result == {"batchItemFailures": []}
+    first, second = (json.loads(b) for b in sqs.sent)
+    assert first["delivery_id"] == "d1" and second["delivery_id"] == "d2"
+    assert (first["account_id"], first["transaction_id"], first["created_at"]) == ("a1", "000000000001", 1_700_000_000)
+    expected = {**response_from_item({"transaction_id": "000000000001", "transaction_type": "SALE",
+                                      "transaction_cents": 1000, "request_cents": 1000, "card_brand": "Visa",
+                                      "transaction_approved": True, "last4": "4242"}),
+                "account_id": "a1", "bfid": "bf1", "reissue": "1"}
+    expected.update({name: "" for name in postbacks.RSAPI_TOKEN_FIELDS})
+    expected["vault_token_card_number"] = "tok-1"
+    assert first["response"] == expected
+    assert "bfid" not in second["response"] and second["response"]["reissue"] == "1"
+    assert [relay.wanted(r) for r in records] == [matches(relay.TRANSACTIONS_FILTER_PATTERN, r) for r in records]
+    assert [relay.wanted(r) for r in records] == [True, True, False, False]
+
+
 def test_the_relay_reports_a_whole_chunk_when_sqs_cannot_be_reached(monkeypatch, capsys):
     result, _ = _relay(monkeypatch, capsys, [_record(1), _record(2)], _Sqs(down=True))
     assert result == {"batchItemFailures": [{"itemIdentifier": "101"}, {"itemIdentifier": "102"}]}
@@ -121,12 +164,14 @@ def test_an_unsupported_filter_operator_is_refused_not_ignored():
         matches({"k": [{"numeric": [">", 0]}]}, {"k": 1})
 
 
-def test_the_templates_filter_is_the_relays():
+@pytest.mark.parametrize("event,pattern", [("Deliveries", relay.FILTER_PATTERN),
+                                           ("Transactions", relay.TRANSACTIONS_FILTER_PATTERN)])
+def test_the_templates_filter_is_the_relays(event, pattern):
     from local.template import load_template
 
-    mapping = load_template()["Resources"]["PostbackOutboxFunction"]["Properties"]["Events"]["Deliveries"]
+    mapping = load_template()["Resources"]["PostbackOutboxFunction"]["Properties"]["Events"][event]
     (only,) = mapping["Properties"]["FilterCriteria"]["Filters"]
-    assert json.loads(only["Pattern"]) == relay.FILTER_PATTERN
+    assert json.loads(only["Pattern"]) == pattern
 
 
 # ----------------------------------------------------------------------------- the stream event source
@@ -259,26 +304,30 @@ def test_redrive_sends_the_failed_range_again(stream, monkeypatch):
 
 
 def test_the_template_relays_the_deliveries_stream_with_retries_bisection_and_a_failure_destination():
-    """No constant-key outbox index and no sweep: the Deliveries stream, read by one event source mapping that
-    retries (bisecting), reports partial failures and gives up to an SQS failure destination."""
+    """No constant-key outbox index and no sweep: the Transactions and Deliveries streams, each read by an event
+    source mapping that retries (bisecting), reports partial failures and gives up to an SQS failure destination."""
     from local.template import load_template
 
     resources = load_template()["Resources"]
-    table = resources["DeliveriesTable"]["Properties"]
-    assert "GlobalSecondaryIndexes" not in table and "LocalSecondaryIndexes" not in table
-    assert table["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
+    for name in ("DeliveriesTable", "TransactionsV2Table"):
+        table = resources[name]["Properties"]
+        assert "LocalSecondaryIndexes" not in table
+        assert table["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
+    assert "GlobalSecondaryIndexes" not in resources["DeliveriesTable"]["Properties"]
     function = resources["PostbackOutboxFunction"]["Properties"]
-    (event,) = function["Events"].values()
-    assert event["Type"] == "DynamoDB"
-    props = event["Properties"]
-    assert props["Stream"] == {"Fn::GetAtt": ["DeliveriesTable", "StreamArn"]}
-    assert props["StartingPosition"] == "TRIM_HORIZON" and props["BisectBatchOnFunctionError"] is True
-    assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
-    assert 0 <= props["MaximumRetryAttempts"] <= 10_000
-    assert props["MaximumRecordAgeInSeconds"] < 86400  # inside the stream's retention: a redrive can read it
-    destination = props["DestinationConfig"]["OnFailure"]
-    assert destination["Type"] == "SQS"
-    assert destination["Destination"] == {"Fn::GetAtt": ["PostbackRelayDeadLetterQueue", "Arn"]}
+    assert sorted(function["Events"]) == ["Deliveries", "Transactions"]
+    for name, event in function["Events"].items():
+        assert event["Type"] == "DynamoDB"
+        props = event["Properties"]
+        table = "DeliveriesTable" if name == "Deliveries" else "TransactionsV2Table"
+        assert props["Stream"] == {"Fn::GetAtt": [table, "StreamArn"]}
+        assert props["StartingPosition"] == "TRIM_HORIZON" and props["BisectBatchOnFunctionError"] is True
+        assert props["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
+        assert 0 <= props["MaximumRetryAttempts"] <= 10_000
+        assert props["MaximumRecordAgeInSeconds"] < 86400  # inside the stream's retention: a redrive can read it
+        destination = props["DestinationConfig"]["OnFailure"]
+        assert destination["Type"] == "SQS"
+        assert destination["Destination"] == {"Fn::GetAtt": ["PostbackRelayDeadLetterQueue", "Arn"]}
     policies = json.dumps(function["Policies"])
     assert "DynamoDBStreamReadPolicy" in policies and "PostbackRelayDeadLetterQueue" in policies
     assert "DynamoDBCrudPolicy" not in policies  # the relay reads the stream only: no table access

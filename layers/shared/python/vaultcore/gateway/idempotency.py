@@ -24,7 +24,9 @@ payload; our records must never hold card data. So:
   settled (``unsettled``: each id with the time it claimed the key), so that an attempt which fails to settle
   its predecessor (DynamoDB failing again) leaves it to the next one instead of forgetting it (issue 28).
 * :func:`complete` stores the final response, which holds no clear card data: gateway responses carry last4
-  only, and the caller re-checks the text against the request's card and account numbers before storing.
+  only, and the caller re-checks the text against the request's card and account numbers before storing. A
+  request that recorded the transaction its claim reserved does not complete (issue 29: one write unit less per
+  keyed request): the recorded transaction is the answer a replay gives (``service._answered_by_record``).
   Failures that never reached the processor (validation, token resolution, capture refusals) are not stored:
   the record is released and a retry runs again.
 
@@ -37,6 +39,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -95,8 +98,15 @@ def fingerprint(values: dict[str, str], api_accesskey: str) -> str:
     return hmac.new(api_accesskey.encode("utf-8"), lines.encode("utf-8"), hashlib.sha256).hexdigest()
 
 
-def claim(account_id: str, key: str, print_: str, transaction_id: str, now: int) -> Claim:
-    """One conditional PutItem (a DynamoDB round trip); a takeover makes a second one (:func:`_take_over`)."""
+def claim(account_id: str, key: str, print_: str, transaction_id: str, now: int,
+          recorded: Callable[[str], bool] | None = None) -> Claim:
+    """One conditional PutItem (a DynamoDB round trip); a takeover makes a second one (:func:`_take_over`).
+
+    ``recorded(transaction_id)``: whether that transaction is recorded (the caller's read). An abandoned record
+    whose holder's transaction is recorded is not taken over: it answers ``in_progress`` naming it, and the
+    caller replays the transaction (issue 29: the recorded transaction is the key's answer, and a replay after the
+    30-second lock then writes nothing to find it; a takeover would write the record and a fence).
+    """
     rid = record_id(account_id, key)
     item = {"id": rid, "status": "INPROGRESS", "fingerprint": print_, "transaction_id": transaction_id,
             "expiration": now + RETENTION_SECONDS, "in_progress_expiry": now + IN_PROGRESS_SECONDS}
@@ -125,19 +135,21 @@ def claim(account_id: str, key: str, print_: str, transaction_id: str, now: int)
             return Claim("mismatch", rid, transaction_id)
         if old.get("transaction_id") == transaction_id and old.get("status") == "INPROGRESS":
             return Claim("new", rid, transaction_id)  # pragma: no cover - the condition admits it already
-        return _settled_or_held(rid, transaction_id, old, item, now)
+        return _settled_or_held(rid, transaction_id, old, item, now, recorded=recorded)
     return Claim("new", rid, transaction_id)  # a new key, an expired record, or a retry of this very claim
 
 
 def _settled_or_held(rid: str, transaction_id: str, old: dict[str, Any], item: dict[str, Any], now: int,
-                     taking_over: bool = False) -> Claim:
+                     taking_over: bool = False, recorded: Callable[[str], bool] | None = None) -> Claim:
     """The claim's outcome against another record of the same fingerprint."""
     if old.get("status") == "COMPLETED" and isinstance(old.get("response"), str):
         return Claim("replay", rid, str(old.get("transaction_id", "")), json.loads(old["response"]),
                      int(old.get("http_status", 200)))
     if (not taking_over and old.get("status") == "INPROGRESS" and int(old.get("in_progress_expiry", 0)) < now
             and int(old.get("expiration", 0)) >= now):
-        return _take_over(rid, transaction_id, old, item, now)  # abandoned: its holder died or could not tell
+        holder = str(old.get("transaction_id") or "")
+        if not (recorded is not None and holder and not old.get("unsettled") and recorded(holder)):
+            return _take_over(rid, transaction_id, old, item, now)  # abandoned: its holder died or could not tell
     return Claim("in_progress", rid, transaction_id, previous_transaction_id=old.get("transaction_id"),
                  previous_claimed_at=_claimed_at(old))
 

@@ -1,9 +1,18 @@
 """Postback enqueueing: one SQS message per SALE, AUTHORIZATION and CAPTURE of an account with a postback URL.
 
-The message is written to the Deliveries table in the same transaction as the transaction item
-(``gateway.store.record_transaction``); the table's stream relay (:mod:`vaultcore.postback.relay`) puts it on
-the queue. A charge is never recorded without its postback, and the request makes no SQS call: a request that
-dies after the write has nothing left to do.
+The outbox is the Transactions table's own stream (issue 29, "cost per operation"). A new transaction item of
+an account with a postback URL carries two small attributes, :data:`FLAG` (``postback``: ``plain``, or ``tokens``
+when the account's TOKEN DATA IN POSTBACK is on) and ``delivery_id``; the stream relay
+(:mod:`vaultcore.postback.relay`) selects the INSERTs that carry the flag and builds the message from the new
+image with :func:`message_from_item`, the same function of the same item the request itself would have used. So
+the SALE is one plain PutItem (1 write unit under 1 KB) instead of a TransactWriteItems of the transaction and a
+Deliveries item (2 units each, doubled). A charge is still never recorded without its postback: the flag is
+written in the same item, and the item is in the stream exactly when it is committed. The request makes no SQS
+call: a request that dies after the write has nothing left to do.
+
+Writes that change an existing transaction (a returned ACH debit's postback, ``store.mark_ach_returned``) still
+record their message as a Deliveries item in the same TransactWriteItems (:func:`outbox_message`), relayed from
+the Deliveries stream.
 
 The postback function (another module) consumes exactly this message body (JSON)::
 
@@ -28,15 +37,26 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from vaultcore.gateway.records import response_from_item
 from vaultcore.gateway.validation import RSAPI_TOKEN_FIELDS
 from vaultcore.settings import settings
 
-__all__ = ["postback_entry", "postback_message", "outbox_message"]
+__all__ = ["postback_entry", "postback_message", "outbox_message", "FLAG", "FLAG_VALUES", "flag_item",
+           "message_from_item"]
+
+#: The transaction item's attribute that asks the Transactions stream relay for a postback (its value: whether
+#: the account's TOKEN DATA IN POSTBACK was on when the transaction was made).
+FLAG = "postback"
+FLAG_VALUES = ("plain", "tokens")
 
 
 def postback_entry(account: Any, response: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
-    entry = {**response, "account_id": account.account_id}
-    if account.option("token_data_in_postback"):
+    return _entry(account.account_id, bool(account.option("token_data_in_postback")), response, item)
+
+
+def _entry(account_id: str, token_data: bool, response: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    entry = {**response, "account_id": account_id}
+    if token_data:
         entry["bfid"] = str(item.get("bfid") or "")
         for name in sorted(RSAPI_TOKEN_FIELDS):
             entry[name] = str(item.get(name) or "")
@@ -59,3 +79,25 @@ def outbox_message(account: Any, response: dict[str, Any], item: dict[str, Any])
         return None
     return postback_message(account, response, item)
 
+
+def flag_item(account: Any, response: dict[str, Any], item: dict[str, Any]) -> dict[str, Any] | None:
+    """Mark a new transaction ``item`` for the Transactions stream relay (:data:`FLAG` and a new ``delivery_id``)
+    when the account has a postback URL; returns the message the relay will build from it, or None.
+
+    The stored item, not the answer, is what the relay formats: ``response`` must be ``response_from_item(item)``
+    (every recording path of the gateway answers exactly that), so the message is the same either way.
+    """
+    message = outbox_message(account, response, item)
+    if message is None:
+        return None
+    item["delivery_id"] = message["delivery_id"]
+    item[FLAG] = FLAG_VALUES[1] if account.option("token_data_in_postback") else FLAG_VALUES[0]
+    return message
+
+
+def message_from_item(item: dict[str, Any]) -> dict[str, Any]:
+    """The postback message of a transaction item written with :func:`flag_item` (the relay's stream image)."""
+    return {"delivery_id": str(item["delivery_id"]), "account_id": str(item["account_id"]),
+            "transaction_id": str(item["transaction_id"]), "created_at": int(item["created_at"]),
+            "response": _entry(str(item["account_id"]), item.get(FLAG) == FLAG_VALUES[1], response_from_item(item),
+                               item)}

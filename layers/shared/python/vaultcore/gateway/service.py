@@ -9,15 +9,15 @@ The flow of one request (each step raises :class:`GatewayError`, mapped once by 
 4. CAPTURE: one conditional UpdateItem on the authorization, then the capture's own item;
    SALE / AUTHORIZATION: resolve the payment data (token payment rules 1-4, the iframe's etoken), check it,
    auto-tokenize (rule 7), ask the sandbox processor, write the transaction;
-5. write the transaction and its postback's delivery item in one transaction (``store.record_transaction``;
-   the Deliveries table's stream relay queues the postback), store the idempotent response, answer.
+5. write the transaction, flagged for its postback (``store.record_transaction``; the Transactions table's
+   stream relay queues the postback), store the idempotent response when no transaction holds it, answer.
 
 Exactly once under faults (issue 18). Every write of a request carries the request's identity (``writer``), so
 an SDK retry of a write whose answer was lost is recognised as the same write. The transaction write has three
 outcomes: written (the answer is the transaction), not written (certain, because a fence now holds the id:
 "nothing was charged", the idempotency key is released), or unknown (DynamoDB cannot tell now: error 1 "outcome
 unknown", HTTP 500, and the key stays held, so the retry with the same key finds the transaction, or fences the
-id, once the 30-second lock has passed). A postback is queued from the Deliveries stream once its transaction
+id, once the 30-second lock has passed). A postback is queued from the Transactions stream once its transaction
 is committed, whether or not the request lived on.
 
 Token payment rules (spec, "POST {gateway_url}/api/qsapi/3.8"), where each is enforced:
@@ -67,6 +67,7 @@ from vaultcore.descriptors import records as descriptors  # issue 31: a SALE's d
 from vaultcore.errors import DependencyError, VaultError
 from vaultcore.gateway import accounts, batches, idempotency, postbacks, processor, store
 from vaultcore.gateway.errors import ERROR_MESSAGES, E, GatewayError
+from vaultcore.gateway.records import RESPONSE_FIELDS, response_from_item
 from vaultcore.gateway.validation import (
     LEVEL2_FIELDS,
     RSAPI_TOKEN_FIELDS,
@@ -91,38 +92,8 @@ AUTHORIZATION_LIFETIME_SECONDS = 7 * 24 * 3600
 NOTHING_CHARGED = "Internal error: a dependency failed and nothing was charged; retry."
 GATEWAY_TEMPLATE_REF = "GATEWAY"
 
-#: The gateway transaction response, in this order; (name, always present).
-RESPONSE_FIELDS: tuple[tuple[str, bool], ...] = (
-    ("transaction_id", True), ("tender_type", True), ("transaction_timestamp", True), ("card_brand", True),
-    ("transaction_type", True), ("last4", True), ("card_expiration", True), ("authorization_code", True),
-    ("authorization_message", True), ("request_amount", True), ("transaction_amount", True),
-    ("first_name", False), ("last_name", False), ("keyed", True), ("swiped", True), ("entry_mode", True),
-    ("transaction_approved", True), ("avs_response", False), ("cvv2_response", False),
-    ("transaction_description", False), ("balance", False), ("currency", True),
-    ("custom_id", False), ("token_id", False), ("batch_id", False),
-    ("dynamic_descriptor_id", False), ("dynamic_descriptor", False),  # issue 31: echoed when a SALE names one
-    ("error", True), ("error_code", True),
-    ("error_message", True), ("error_msg", True),
-)
 _CLEAR_NAMES = frozenset(TOKEN_TWINS.values())  # card_number, card_expiration, ... zip
 _log = get_logger("gateway")
-
-
-# --------------------------------------------------------------------------------------------- responses
-def response_from_item(item: dict[str, Any]) -> dict[str, Any]:
-    """The transaction response of a stored transaction (the direct answer is built the same way)."""
-    out: dict[str, Any] = {}
-    for name, always in RESPONSE_FIELDS:
-        if name in ("request_amount", "transaction_amount"):
-            out[name] = round(int(item.get(name.replace("amount", "cents"), 0)) / 100, 2)
-        elif name == "balance":  # issue 20: echoed when sent, a number like the amounts
-            if item.get("balance_cents") is not None:
-                out[name] = round(int(item["balance_cents"]) / 100, 2)
-        elif name == "card_brand":  # the original's capitals, also for records stored before them (issue 20)
-            out[name] = processor.gateway_brand(item.get(name))
-        elif always or item.get(name) is not None:
-            out[name] = item.get(name)
-    return out
 
 
 def _echoed(req: GatewayRequest) -> dict[str, Any]:
@@ -198,7 +169,7 @@ def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[in
         try:
             claim = idempotency.claim(account.account_id, key,
                                       idempotency.fingerprint(req.values, accounts.access_key_of(account, variables)),
-                                      transaction_id, int(now))
+                                      transaction_id, int(now), lambda held: _is_recorded(account, held))
         except idempotency.KeyStateUnknown:
             raise OutcomeUnknown() from None  # the key may be held: the documented answer is "retry the same key"
         replay = _claim_outcome(claim, account, req)
@@ -230,9 +201,22 @@ def _process(content_type: str, body: bytes, header_key: str | None) -> tuple[in
         raise
     metrics.gateway_outcome(bool(response.get("transaction_approved")), req.transaction_type,
                             response.get("error_code"))
-    if claim is not None and _storable(response, payment):
+    if claim is not None and _storable(response, payment) and not _answered_by_record(claim, response):
         _quietly(idempotency.complete, claim, response)
     return 200, response, {}
+
+
+def _answered_by_record(claim: idempotency.Claim, response: dict[str, Any]) -> bool:
+    """Whether the transaction item just written is the key's answer, so that no "complete" write is needed.
+
+    Issue 29 (cost per operation): the claim already names the transaction id it reserved, and a keyed retry
+    that finds the key held answers from that transaction once it is recorded (:func:`_recorded_by_holder`
+    within the 30-second lock and, through :func:`_is_recorded`, after it), with the same
+    ``response_from_item`` the direct answer is. So storing the response again in the Idempotency table (1 write
+    unit per keyed request) only saves a replay one read. A takeover's claim still completes: it drops the list
+    of earlier attempts the record carries, which every later replay would otherwise settle again.
+    """
+    return claim.state == "new" and response.get("transaction_id") == claim.transaction_id
 
 
 def _etoken_reader(claim: idempotency.Claim | None, writer: str) -> str:
@@ -316,6 +300,15 @@ def _claim_outcome(claim: idempotency.Claim, account: accounts.Account, req: Gat
     return None
 
 
+def _is_recorded(account: accounts.Account, transaction_id: str) -> bool:
+    """Whether the transaction an abandoned idempotency claim reserved is recorded (one consistent GetItem);
+    False when DynamoDB cannot tell now (the claim then takes the key over and settles it, as before)."""
+    try:
+        return store.get_transaction(account.account_id, transaction_id, consistent=True) is not None
+    except VaultError:
+        return False
+
+
 def _recorded_by_holder(claim: idempotency.Claim, account: accounts.Account, req: GatewayRequest
                         ) -> tuple[int, dict[str, Any], dict[str, str]] | None:
     """Issue 28: the key is held, but the holder's transaction may be recorded already (its "complete" write
@@ -337,7 +330,7 @@ def _replay_recorded(claim: idempotency.Claim, account: accounts.Account, req: G
                      item: dict[str, Any]) -> tuple[int, dict[str, Any], dict[str, str]]:
     """Answer a recorded transaction to a keyed replay: repair a VOID's mark if it was recorded without it, and
     complete the idempotency record (best effort). Its postback needs nothing: it was recorded with the
-    transaction, and the Deliveries stream relay queues it."""
+    transaction, and the Transactions stream relay queues it."""
     response = response_from_item(item)
     transaction_id = str(item["transaction_id"])
     if item.get("transaction_type") == "REFUND" and item.get("authorization_message") == "VOID":
@@ -537,9 +530,10 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
     DynamoDB round trips of a warm SALE with card data and auto-tokenization (the account and the partner's
     tokenization key are cached per container; bench/bench_gateway.py counts them):
       1. Tokens table PutItem: the auto-tokenized values for the one-hour read window (tokenize_values);
-      2. Transactions table PutItem (conditional: a new transaction_id, or this request's own retry), or with a
-         postback URL TransactWriteItems of the transaction and its delivery item (the stream relay queues it).
-    With an idempotency key: + Idempotency PutItem (claim) + UpdateItem (complete) = 4.
+      2. Transactions table PutItem (conditional: a new transaction_id, or this request's own retry); with a
+         postback URL the item carries the postback flag, and the Transactions stream relay queues it.
+    With an idempotency key: + Idempotency PutItem (claim) = 3 (the recorded transaction answers a replay: no
+    "complete" write, see :func:`_answered_by_record`).
     A bfid-only token payment: Tokens GetItem (read step) + Transactions PutItem.
     """
     token_info: dict[str, str] = {}
@@ -667,16 +661,16 @@ def _pay(account: accounts.Account, req: GatewayRequest, payment: PaymentData | 
 
 def _record(account: accounts.Account, response: dict[str, Any], item: dict[str, Any], writer: str,
             also: list[dict[str, Any]] | None = None) -> dict[str, Any] | None:
-    """Write the transaction with its postback's delivery item (and ``also``, the other changes of the same
-    operation, in the same DynamoDB transaction; the Deliveries stream relay queues the postback); returns the
-    postback message, if any.
+    """Write the transaction, flagged for its postback (``postbacks.flag_item``: the Transactions stream relay
+    builds and queues it from the committed item), and ``also``, the other changes of the same operation, in the
+    same DynamoDB transaction; returns the postback message, if any.
 
+    One PutItem when there is no ``also`` (issue 29: 1 write unit for an item under 1 KB, where a
+    TransactWriteItems with a Deliveries item cost 4).
     Raises GatewayError 1 "nothing was recorded" only when that is certain, OutcomeUnknown otherwise.
     """
-    message = postbacks.outbox_message(account, response, item)
-    if message is not None:
-        item["delivery_id"] = message["delivery_id"]
-    outcome = store.record_transaction(item, writer, message, also)
+    message = postbacks.flag_item(account, response, item)
+    outcome = store.record_transaction(item, writer, None, also)
     if outcome == store.Recorded.WRITTEN:
         return message
     if outcome == store.Recorded.NOT_WRITTEN:
@@ -1012,7 +1006,7 @@ def store_for_account(account: accounts.Account, variables: dict[str, str]) -> d
     payment = _plain_payment(req)
     check_payment(payment, req, now=now)
     _check_type_allowed(account, req)
-    # the postback's delivery item is written with the record; the Deliveries stream relay queues it
+    # the transaction item is flagged for its postback; the Transactions stream relay queues it
     response, _item, _, _message = _store(account, req, payment, processor.new_transaction_id(), uuid.uuid4().hex,
                                           now)
     return response

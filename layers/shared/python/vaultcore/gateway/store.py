@@ -32,8 +32,9 @@ after DynamoDB applied it; a plain ``attribute_not_exists`` condition then fails
 write. So each written item carries its writer's identity (``writer``, random per request), the condition
 accepts the same writer, and a failed condition is resolved by reading the item back, never by guessing:
 
-* :func:`record_transaction` writes the transaction and, when the account has a postback URL, its outbox entry
-  in one ``TransactWriteItems`` (the client fills ``ClientRequestToken`` once per call, so DynamoDB itself also
+* :func:`record_transaction` writes the transaction (flagged for its postback: the Transactions stream is the
+  outbox, ``vaultcore.gateway.postbacks``) and, when given, other entries or a Deliveries outbox entry, in one
+  ``TransactWriteItems`` (the client fills ``ClientRequestToken`` once per call, so DynamoDB itself also
   treats a retry as the same transaction). A charge is therefore never recorded without its postback.
 * When the outcome of that write is unknown (the retries ran out), :func:`fence` settles it: a conditional put
   of a fence item on the same key. If the fence lands, the transaction's own write can never land any more

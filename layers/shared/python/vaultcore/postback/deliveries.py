@@ -8,18 +8,22 @@ Items (partition key attribute ``account_id``, whose value is ``<account_id>#<sh
 - ``ATT#<unix ms>#<delivery_id>#<attempt>``: one attempt — status, HTTP status, duration, error type and the
   first 256 characters of the receiver's answer (redacted). Kept for the retention period (TTL, 90 days).
 
-Spread: the partition is the account id plus a shard (``DELIVERY_SHARDS`` = 64) taken from the delivery id, so
+Spread: the partition is the account id plus a shard (:func:`shard_count`, the template's ``DeliveryShards``, 64
+by default; raise-only, earlier values in ``DELIVERY_SHARDS_BEFORE``) taken from the delivery id, so
 one delivery's items share a partition and one busy merchant's deliveries spread over 64. At 5,000 SALE/s of
-one merchant each SALE writes about 5 units on its shard (the message in a transaction: 2, the claim: 1, the
-outcome: 1 and the attempt item: 1): 25,000 / 64 = about 390 units a second per partition, under 50% of
-DynamoDB's 1,000. The key attribute keeps its name (renaming it would replace a ``Retain`` table);
+one merchant each SALE writes 3 units on its shard (the claim: 1, the outcome: 1 and the attempt item: 1):
+15,000 / 64 = about 234 units a second per partition, under 50% of DynamoDB's 1,000 (up to about 10,000
+SALE/s). The key attribute keeps its name (renaming it would replace a ``Retain`` table);
 :func:`list_attempts` fans out over the shards and merges, and also reads the unsharded partition of items
 written before the spread, until their 90-day TTL has removed them.
 
-The outbox is the table's stream (DeliveriesTable StreamSpecification, NEW_IMAGE): the gateway writes a
-message's ``MSG#`` item in the same ``TransactWriteItems`` as its transaction (:func:`outbox_put`), in state
-``unsent``, and the stream relay (:mod:`vaultcore.postback.relay`) puts every such INSERT on the postback queue.
-No index, no sweeper, no write to say "queued": a new item is in the stream exactly when it is committed.
+The outbox of a new transaction is the Transactions table's stream (issue 29: the transaction item carries the
+postback flag, ``vaultcore.gateway.postbacks``): its message has no ``MSG#`` item until the sender's
+:func:`claim` creates it (the claim's conditions all admit a missing item), so a SALE writes nothing here. A change
+to an existing transaction that sends a postback (a returned ACH debit) writes its message's ``MSG#`` item in the
+same ``TransactWriteItems`` as the change (:func:`outbox_put`), in state ``unsent``, and this table's stream
+(NEW_IMAGE) feeds the same relay (:mod:`vaultcore.postback.relay`). No index, no sweeper, no write to say
+"queued": a new item is in a stream exactly when it is committed.
 
 Attempts are counted here, not by SQS's receive count: a receive may be a deferral (the circuit is open) or a
 second copy of one message (a lost SendMessage answer, the relay's retry of a batch), and neither is an attempt.
@@ -46,6 +50,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import os
 import time
 import uuid
 import zlib
@@ -60,12 +65,15 @@ from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 
 __all__ = ["outbox_put", "load_message", "record_attempt", "list_attempts", "claim", "finish", "mark_delivered",
            "restart_attempts", "note_deferral", "Claimed", "RETENTION_SECONDS", "DELIVERY_SHARDS", "partition",
+           "shard_count", "earlier_shard_counts",
            "UNSENT", "pack_message", "message_body"]
 
 RETENTION_SECONDS = 90 * 86400
-#: Partitions per account (see the module docstring for the arithmetic). Changing it strands the messages in
-#: flight on their old shard: only with an empty postback queue and no unsent message.
+#: Partitions per account by default: the template's ``DeliveryShards`` (see the module docstring for the
+#: arithmetic). The operator's value is ``DELIVERY_SHARDS`` (:func:`shard_count`), raise-only, with every value
+#: used before in ``DELIVERY_SHARDS_BEFORE``: a delivery's items are looked for under each of them.
 DELIVERY_SHARDS = 64
+MAX_SHARDS = 1024
 #: The state of a message as written with its transaction: what the stream relay's filter selects.
 UNSENT = "unsent"
 
@@ -74,14 +82,53 @@ def _table() -> str:
     return settings().deliveries_table
 
 
-def partition(account_id: str, delivery_id: str) -> str:
-    """The partition key value of a delivery's items: the account plus a stable shard of its delivery id."""
-    shard = int(hashlib.sha256(delivery_id.encode()).hexdigest()[:8], 16) % DELIVERY_SHARDS
+def _counts(name: str, default: str) -> list[int]:
+    counts = [int(t) for t in os.environ.get(name, default).replace(" ", "").split(",") if t]
+    if any(not 1 <= c <= MAX_SHARDS for c in counts):
+        raise RuntimeError(f"{name} must be shard counts from 1 to {MAX_SHARDS}")
+    return counts
+
+
+def shard_count() -> int:
+    """The shard count new delivery items are written with (``DELIVERY_SHARDS``; an env lookup per call)."""
+    counts = _counts("DELIVERY_SHARDS", str(DELIVERY_SHARDS))
+    if len(counts) != 1:
+        raise RuntimeError("DELIVERY_SHARDS must be one shard count")
+    return counts[0]
+
+
+def earlier_shard_counts() -> list[int]:
+    """The counts used before the current one (``DELIVERY_SHARDS_BEFORE``, e.g. ``"64"`` after a raise to 128)."""
+    return _counts("DELIVERY_SHARDS_BEFORE", "")
+
+
+def partition(account_id: str, delivery_id: str, count: int | None = None) -> str:
+    """The partition key value of a delivery's items: the account plus a stable shard of its delivery id (under
+    ``count`` shards; the current count by default)."""
+    shard = int(hashlib.sha256(delivery_id.encode()).hexdigest()[:8], 16) % (count or shard_count())
     return f"{account_id}#{shard:02d}"
 
 
+def _partitions(account_id: str, delivery_id: str) -> list[str]:
+    """Where a delivery's items can be: its partition under the current count first, then under earlier ones."""
+    return list(dict.fromkeys(partition(account_id, delivery_id, n) for n in (shard_count(),
+                                                                             *earlier_shard_counts())))
+
+
 def _key(account_id: str, delivery_id: str) -> dict[str, Any]:
-    return to_item({"account_id": partition(account_id, delivery_id), "attempt_key": f"MSG#{delivery_id}"})
+    """The key of a delivery's message item: under the current count, unless (after a raise of the count) the
+    item exists under an earlier one. One consistent GetItem per earlier partition, only while
+    ``DELIVERY_SHARDS_BEFORE`` names counts that put this delivery elsewhere: an item never moves, and the
+    conditions of :func:`claim` read it, so it must be the same item whichever count is current."""
+    candidates = _partitions(account_id, delivery_id)
+    for value in candidates[1:]:
+        key = to_item({"account_id": value, "attempt_key": f"MSG#{delivery_id}"})
+        with aws_errors("delivery log read"):
+            found = dynamodb().get_item(TableName=_table(), Key=key, ConsistentRead=True,
+                                        ProjectionExpression="attempt_key").get("Item")
+        if found:
+            return key
+    return to_item({"account_id": candidates[0], "attempt_key": f"MSG#{delivery_id}"})
 
 
 def _account_of(key_value: str) -> str:
@@ -148,7 +195,8 @@ def restart_attempts(body: str) -> None:
 
 def load_message(account_id: str, delivery_id: str) -> dict[str, Any] | None:
     """The message item (its shard's partition; else the unsharded one of an item written before the spread)."""
-    keys = (_key(account_id, delivery_id), to_item({"account_id": account_id, "attempt_key": f"MSG#{delivery_id}"}))
+    keys = [to_item({"account_id": value, "attempt_key": f"MSG#{delivery_id}"})
+            for value in (*_partitions(account_id, delivery_id), account_id)]
     for key in keys:
         with aws_errors("delivery log read"):
             out = dynamodb().get_item(TableName=_table(), Key=key)
@@ -393,12 +441,13 @@ def list_attempts(account_id: str, *, transaction_id: str | None = None, deliver
                   limit: int = 100) -> list[dict[str, Any]]:
     """The account's attempts, newest first (as before the spread): every shard's newest ``limit``, merged by
     ``attempt_key`` (``ATT#<unix ms>#...``), plus the unsharded partition of older items. With ``delivery_id``,
-    only that delivery's shard is read."""
+    only that delivery's shards are read (under the current and every earlier count)."""
     filters = {k: v for k, v in (("transaction_id", transaction_id), ("delivery_id", delivery_id)) if v}
     if delivery_id:
-        partitions = [partition(account_id, delivery_id)]
+        partitions = _partitions(account_id, delivery_id)
     else:
-        partitions = [f"{account_id}#{shard:02d}" for shard in range(DELIVERY_SHARDS)]
+        top = max([shard_count(), *earlier_shard_counts()])
+        partitions = [f"{account_id}#{shard:02d}" for shard in range(top)]
     partitions.append(account_id)  # items written before the spread (gone with their TTL)
     with ThreadPoolExecutor(max_workers=LIST_WORKERS, thread_name_prefix="deliveries") as pool:
         pages = list(pool.map(lambda key: _query_attempts(key, filters, limit), partitions))

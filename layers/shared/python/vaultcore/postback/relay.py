@@ -1,22 +1,33 @@
 """The outbox relay: puts every postback the gateway recorded with its transaction on the postback queue.
 
-Invoked by the event source mapping on the Deliveries table's stream (template: PostbackOutboxFunction,
-StreamViewType NEW_IMAGE). The mapping's filter passes only INSERTs of message items in state ``unsent``
-(:data:`FILTER_PATTERN`, the template's FilterCriteria): an item is in the stream exactly when the transaction
-that wrote it has committed, so nothing can be recorded without reaching the queue, and no index or sweep is
-needed. The new image carries the SQS body (``message``), so the relay makes no DynamoDB call.
+Invoked by two event source mappings (template: PostbackOutboxFunction, StreamViewType NEW_IMAGE):
+
+* ``Transactions`` (issue 29, cost per operation): the Transactions table's stream. The mapping's filter passes
+  only INSERTs of transaction items that carry the postback flag (:data:`TRANSACTIONS_FILTER_PATTERN`;
+  ``vaultcore.gateway.postbacks.flag_item``), and the message is built from the new image
+  (``postbacks.message_from_item``). Captures, refunds, fences and migration copies of an item never pass: they
+  are MODIFY events or items without the flag.
+* ``Deliveries``: the Deliveries table's stream, for messages written as a ``MSG#`` item in state ``unsent`` with
+  the change they report (a returned ACH debit; items written before the Transactions stream was the outbox).
+  The filter passes only INSERTs of such items (:data:`FILTER_PATTERN`), and the image carries the SQS body.
+
+Either way an item is in the stream exactly when the write that made it has committed, so nothing can be
+recorded without reaching the queue, no index or sweep is needed, and the relay makes no DynamoDB call.
 
 One SendMessageBatch per ten records. The answer is a partial batch response (ReportBatchItemFailures): the
 sequence numbers of records SQS refused. Lambda then retries the batch from the first of them, so the records
 after it reach the queue a second time; an error of the whole invocation retries the batch (bisected) in the same
 way. A copy is harmless: the postback sender lets only one first copy of a delivery claim it
-(:func:`vaultcore.postback.deliveries.claim`), so each attempt is POSTed once. After the mapping's
-MaximumRetryAttempts the batch's description (shard, sequence numbers) goes to the failure destination, from
-which :func:`redrive` queues the messages again (docs/operators/runbooks.md).
+(:func:`vaultcore.postback.deliveries.claim`, which creates the delivery's ``MSG#`` item when the message came
+from the Transactions stream), so each attempt is POSTed once. After the mapping's MaximumRetryAttempts the
+batch's description (shard, sequence numbers) goes to the failure destination, from which :func:`redrive` queues
+the messages again (docs/operators/runbooks.md).
 """
 
 from __future__ import annotations
 
+import base64
+import json
 from typing import Any
 
 from vaultcore import metrics
@@ -26,28 +37,67 @@ from vaultcore.postback.deliveries import UNSENT, message_body
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
 
-__all__ = ["relay", "FILTER_PATTERN", "redrive", "wanted"]
+__all__ = ["relay", "FILTER_PATTERN", "TRANSACTIONS_FILTER_PATTERN", "redrive", "wanted"]
 
 _log = get_logger("postback.relay")
 
 #: Empty GetRecords pages a redrive reads through before it stops (the range's records are older than that).
 REDRIVE_EMPTY_PAGES = 5
 
-#: The template's FilterCriteria pattern (tests/unit/test_template.py checks they are the same).
+#: The Deliveries event's FilterCriteria pattern (tests/unit/test_postback_relay.py checks they are the same).
 FILTER_PATTERN: dict[str, Any] = {"eventName": ["INSERT"], "dynamodb": {"NewImage": {"state": {"S": [UNSENT]}}}}
+#: The postback flag of a transaction item (``vaultcore.gateway.postbacks.FLAG`` and ``FLAG_VALUES``; not imported
+#: here, so that a Deliveries batch does not load the gateway's modules).
+_FLAG, _FLAG_VALUES = "postback", ["plain", "tokens"]
+#: The Transactions event's FilterCriteria pattern: new transactions flagged for a postback.
+TRANSACTIONS_FILTER_PATTERN: dict[str, Any] = {"eventName": ["INSERT"],
+                                               "dynamodb": {"NewImage": {_FLAG: {"S": _FLAG_VALUES}}}}
+
+
+def _flagged(image: dict[str, Any]) -> bool:
+    return ((image.get(_FLAG) or {}).get("S") in _FLAG_VALUES
+            and all(name in image for name in ("delivery_id", "account_id", "transaction_id", "created_at")))
 
 
 def wanted(record: dict[str, Any]) -> bool:
-    """What the filter passes, checked again here: a record the mapping let through by mistake is not queued."""
+    """What the filters pass, checked again here: a record a mapping let through by mistake is not queued."""
     image = (record.get("dynamodb") or {}).get("NewImage") or {}
-    return (record.get("eventName") == "INSERT" and (image.get("state") or {}).get("S") == UNSENT
-            and bool({"B", "S"} & set(image.get("message") or {})))
+    if record.get("eventName") != "INSERT":
+        return False
+    if (image.get("state") or {}).get("S") == UNSENT and bool({"B", "S"} & set(image.get("message") or {})):
+        return True
+    return _flagged(image)
+
+
+def _plain_image(image: dict[str, Any]) -> dict[str, Any]:
+    """A stream image as the table's items read (a Lambda event carries binary values in base64)."""
+    from vaultcore.store.ddb import from_item
+
+    def typed(value: dict[str, Any]) -> dict[str, Any]:
+        (kind, v), = value.items()
+        if kind == "B" and isinstance(v, str):
+            return {"B": base64.b64decode(v)}
+        if kind == "BS":
+            return {"BS": [base64.b64decode(b) if isinstance(b, str) else b for b in v]}
+        if kind == "M":
+            return {"M": {k: typed(x) for k, x in v.items()}}
+        if kind == "L":
+            return {"L": [typed(x) for x in v]}
+        return value
+
+    return from_item({k: typed(v) for k, v in image.items()})
 
 
 def _body(record: dict[str, Any]) -> str:
-    """The SQS body: the new image's message (deflated binary, base64 in a Lambda event; or plain JSON)."""
-    value = record["dynamodb"]["NewImage"]["message"]
-    return message_body(value["B"] if "B" in value else value["S"])
+    """The SQS body: the Deliveries image's message (deflated binary, base64 in a Lambda event; or plain JSON),
+    or the message of a flagged transaction, built from its image as the gateway would have built it."""
+    image = record["dynamodb"]["NewImage"]
+    if "message" in image and (image.get("state") or {}).get("S") == UNSENT:
+        value = image["message"]
+        return message_body(value["B"] if "B" in value else value["S"])
+    from vaultcore.gateway.postbacks import message_from_item  # the gateway's formatting, for this case only
+
+    return json.dumps(message_from_item(_plain_image(image)), separators=(",", ":"))
 
 
 def _send(records: list[dict[str, Any]]) -> list[str]:

@@ -1,7 +1,8 @@
 """Delivers one queued postback: signs it, POSTs it through the SSRF guard, records the attempt, and on
 failure tells the consumer when the message should come back (the published retry schedule).
 
-Message (put on the postback queue by the Deliveries stream relay; never clear card data)::
+Message (put on the postback queue by the stream relay, from the Transactions or Deliveries stream; never clear
+card data)::
 
     {"delivery_id": "<uuid>", "account_id": "...", "transaction_id": "...", "created_at": <unix>,
      "response": {<the postback's responses[] entry>}, "redelivery": <n, optional>, "requeued": <n, optional>}
