@@ -78,6 +78,7 @@ from vaultcore.gateway.validation import (
 )
 from vaultcore.logs import get_logger
 from vaultcore.wallet import gateway_hooks
+from vaultcore.webhooks import outbox as webhook_outbox
 
 __all__ = ["qsapi", "process", "response_from_item", "RESPONSE_FIELDS", "AUTHORIZATION_LIFETIME_SECONDS",
            "store_for_account"]
@@ -796,7 +797,9 @@ def _settle_batch(account: accounts.Account, req: GatewayRequest, transaction_id
         "batch_id": closed, "ach_returns": returned,
     }
     response = response_from_item(item)
-    message = _record(account, response, item, writer)
+    # The account's PAYCONEX_BATCH_SETTLEMENT webhook deliveries, written with the SETTLE-BATCH (the outbox)
+    message = _record(account, response, item, writer,
+                      also=webhook_outbox.settlement_deliveries(account.account_id, item, writer))
     _log.info("batch settled", extra={"transaction_id": transaction_id, "account_id": account.account_id,
                                       "count": returned})
     return response, item, message
