@@ -523,6 +523,12 @@ def build() -> dict[str, Any]:
     paths.update(iframe.paths())
     schemas.update(iframe.schemas())
     # --- end ---
+    # --- issue 31 (webhooks): merchants' webhook endpoints (local/contracts/webhooks.py) ---
+    from local.contracts import webhooks
+
+    paths.update(webhooks.paths())
+    schemas.update(webhooks.schemas())
+    # --- end ---
     return document(
         api="gateway", title="Vault payment gateway API (QSAPI 3.8)",
         description="QSAPI 3.8 payments, the reporting interface (RSAPI), wallet sessions and payments, the "
@@ -538,4 +544,5 @@ def build() -> dict[str, Any]:
                              "description": "`/paymentMethods` and `/payments` only: the access key."},
             **iframe.SECURITY_SCHEMES,  # issue 19 (iframe)
         },
-        tags=[{"name": n} for n in ("qsapi", "rsapi", "wallet", "checkout", "iframe")])  # issue 19: iframe
+        tags=[{"name": n} for n in ("qsapi", "rsapi", "wallet", "checkout", "iframe",
+                                      "webhooks")])  # issue 19: iframe; issue 31: webhooks

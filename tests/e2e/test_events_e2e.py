@@ -21,7 +21,11 @@ EXPECTED_STATUS = {"wallet_session.json": 400, "wallet_domain_association.json":
                    "iframe_update_configuration.json": 404, "iframe_delete_configuration.json": 404,
                    "iframe_instance_init.json": 404, "iframe_instance_read.json": 404,
                    "iframe_v4_unknown_route.json": 404, "iframe_submit.json": 401, "token_read.json": 409,
-                   "token_delete.json": 409, "token_detokenize.json": 403, "token_batch_detokenize.json": 403}
+                   "token_delete.json": 409, "token_detokenize.json": 403, "token_batch_detokenize.json": 403,
+                   # issue 31 (webhooks): the sample endpoint id names none
+                   "webhooks_create.json": 201, "webhooks_get.json": 404, "webhooks_update.json": 404,
+                   "webhooks_delete.json": 404, "webhooks_rotate_secret.json": 404, "webhooks_test.json": 404,
+                   "webhooks_deliveries.json": 404, "webhooks_redeliver.json": 404}
 
 
 def _state_dir(runner) -> Path:

@@ -63,6 +63,9 @@ UNRESERVED = {"ProxyLogShipperFunction", "PostbackOutboxFunction", "WalletCertif
 # to the 900 a new account leaves; docs/operators/deploying.md) ---
 UNRESERVED |= {"IframeFunction"}
 # --- end ---
+# --- issue 31 (webhooks): merchants' endpoint configuration, from the unreserved pool like the iFrame's ---
+UNRESERVED |= {"WebhooksFunction"}
+# --- end ---
 
 
 def _reserved(res: dict) -> tuple[str, str] | None:
