@@ -10,6 +10,7 @@ from vaultcore.iframe import capture, configs, instances
 from vaultcore.iframe.errors import CODES, ONERROR_CODES
 from vaultcore.iframe.page import STYLE_OPTIONS
 from vaultcore.iframe.violations import ERROR_TYPES
+from vaultcore.v4.errors import MEMBER_INVALID, SCOPE_MISSING
 
 __all__ = ["paths", "schemas", "SECURITY_SCHEMES"]
 
@@ -77,7 +78,12 @@ def schemas() -> dict[str, Any]:
                                                        "source": {"type": "string",
                                                                   "description": "The member at fault."}},
                                                       ["detail", "source"])},
-            "errCode": codes({c: m for c, (_, m) in CODES.items()}, "Our payment iFrame error code (extension).")},
+            "errCode": codes({**{c: m for c, (_, m) in CODES.items()},
+                               # the v4 API's own (vaultcore.v4.errors): webhooks, API keys, payments
+                               MEMBER_INVALID: "a request member is missing or invalid (422, the member in "
+                                               "`details[].source`)",
+                               SCOPE_MISSING: "the key lacks the operation's scope (403, the scope named)"},
+                              "Our error code (extension).")},
             ["message", "traceId", "errorType", "errorCode", "value", "source", "details"], closed=False,
             description="The original's error body on /api/v4 (any other path under /api/v4 answers 404 "
                         "`not_found` too)."),
