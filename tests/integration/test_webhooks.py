@@ -259,3 +259,51 @@ def test_scopes_are_checked_before_any_work(platform, monkeypatch):
                            ("POST", "/{webhook_id}/rotate-secret"), ("POST", "/{webhook_id}/test")):
         assert shop.api(method, suffix, {}, webhook_id=created["id"])[0] == 403
     assert len(shop.api("GET")[2]) == 1
+
+
+def _sale(shop: Merchant) -> dict:
+    status, _, body = call(shop.platform, "GatewayFunction", "POST", "/api/qsapi/3.8", {
+        **shop.creds, "transaction_type": "SALE", "tender_type": "CARD", "card_number": "4242424242424242",
+        "card_expiration": "1230", "transaction_amount": "5.00", "currency": "USD"}, resource="/api/qsapi/3.8")
+    assert status == 200 and body["transaction_approved"] is True, body
+    return body
+
+
+def _delivery_items(platform, account_id: str) -> list[dict]:
+    import boto3
+
+    from vaultcore.settings import settings
+
+    items = boto3.client("dynamodb", region_name="us-east-1").scan(TableName=settings().deliveries_table)["Items"]
+    return [i for i in items if i["account_id"]["S"].startswith(account_id + "#") and
+            i["attempt_key"]["S"].startswith("MSG#")]
+
+
+def test_transactions_reach_the_endpoints_of_our_transaction_event(platform):
+    receiver = Receiver()
+    try:
+        shop = Merchant(platform)
+        created = shop.register(receiver.url + "/ok/tx", endpoints.TRANSACTION)
+        shop.register(receiver.url + "/ok/settled")  # the settlement endpoint gets no transaction
+        sale = _sale(shop)
+        _deliver(platform, 1)
+        [posted] = receiver.delivered("/ok/tx")
+        body = json.loads(posted["body"])
+        assert body["event"] == endpoints.TRANSACTION and body["webhookId"] == created["id"]
+        assert body["data"]["transaction_id"] == sale["transaction_id"] and body["data"]["last4"] == "4242"
+        assert "4242424242424242" not in posted["body"].decode()
+        assert delivery.verify(created["secret"].encode(), posted["headers"]["Vault-Signature"], posted["body"],
+                               int(clock.now()))
+        assert receiver.count("/ok/settled") == 0
+        # a SETTLE-BATCH is a transaction too: one delivery to each event's endpoint
+        shop.settle()
+        _deliver(platform, 2)
+        assert len(receiver.delivered("/ok/tx")) == 2 and len(receiver.delivered("/ok/settled")) == 1
+    finally:
+        receiver.close()
+
+
+def test_an_account_without_endpoints_writes_no_delivery_with_its_sale(platform):
+    shop = Merchant(platform)  # no postback URL, no endpoint: the SALE is one PutItem, as before
+    _sale(shop)
+    assert _delivery_items(platform, shop.account_id) == []

@@ -664,6 +664,8 @@ def _record(account: accounts.Account, response: dict[str, Any], item: dict[str,
     message = postbacks.outbox_message(account, response, item)
     if message is not None:
         item["delivery_id"] = message["delivery_id"]
+    # the account's VAULT_TRANSACTION webhook deliveries, in the same write (none without such an endpoint)
+    also = [*(also or ()), *webhook_outbox.transaction_deliveries(account, response, item, writer)]
     outcome = store.record_transaction(item, writer, message, also)
     if outcome == store.Recorded.WRITTEN:
         return message

@@ -31,21 +31,29 @@ import uuid
 from typing import Any
 
 from vaultcore import clock
+from vaultcore.cache import ContainerCache
 from vaultcore.errors import NotFound
+from vaultcore.settings import settings
 from vaultcore.store import registry
+from vaultcore.store.aws import dynamodb
+from vaultcore.store.ddb import aws_errors, from_item, to_item
 from vaultcore.store.keys import unwrap_secret, wrap_secret
 from vaultcore.v4.errors import MemberInvalid
 
 __all__ = ["EVENTS", "SETTLEMENT", "ACCOUNT_UPDATER", "MAX_ENDPOINTS", "ROTATION_OVERLAP_SECONDS",
            "MAX_OVERLAP_SECONDS", "WEBHOOK_ID", "SECRET_PREFIX", "create", "list_endpoints", "get", "patch",
-           "delete", "rotate_secret", "load", "live_secrets", "subscribed", "public_view", "validate_url"]
+           "delete", "rotate_secret", "load", "live_secrets", "subscribed", "subscribed_cached", "public_view",
+           "validate_url", "TRANSACTION"]
 
 SETTLEMENT = "PAYCONEX_BATCH_SETTLEMENT"
 ACCOUNT_UPDATER = "ACCOUNT_UPDATER_BATCH_UPDATES"
+#: Our extension: every transaction the gateway records, with the postback's entry of it.
+TRANSACTION = "VAULT_TRANSACTION"
 #: event -> what it reports (docs/integrators/webhooks.md "Events").
 EVENTS: dict[str, str] = {
     SETTLEMENT: "a settlement batch closed (SETTLE-BATCH): its number, span and the SETTLE-BATCH transaction",
     ACCOUNT_UPDATER: "the original's account-updater batch: registration accepted, never sent (not offered)",
+    TRANSACTION: "our extension: a transaction the gateway recorded (the postback's responses[] entry of it)",
 }
 #: Endpoints per account. Every endpoint of an event is one more item in the event's DynamoDB transaction (at
 #: most 100 items; the SETTLE-BATCH itself and its postback take 2), and one more POST per event.
@@ -58,6 +66,8 @@ SECRET_PREFIX = "whsec_"
 WEBHOOK_ID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 _MEMBERS = ("url", "event")
 _MAX_URL = 2048
+#: account id -> ((endpoint id, event), ...): :func:`subscribed_cached`
+_by_account: ContainerCache[tuple[tuple[str, str], ...]] = ContainerCache("record_cache_seconds", max_items=4096)
 
 
 def _pk(account_id: str) -> str:
@@ -201,16 +211,25 @@ def live_secrets(item: dict[str, Any], now: float) -> tuple[bytes, ...]:
     return tuple(out)
 
 
-def subscribed(account_id: str, event: str) -> list[dict[str, Any]]:
-    """The account's endpoints of ``event`` (one Registry query; consistent, so an endpoint registered before the
-    event's operation began gets it)."""
-    from vaultcore.settings import settings
-    from vaultcore.store.aws import dynamodb
-    from vaultcore.store.ddb import aws_errors, from_item, to_item
-
+def _query(account_id: str, *, consistent: bool) -> list[dict[str, Any]]:
     with aws_errors("registry query"):
-        out = dynamodb().query(TableName=settings().registry_table, ConsistentRead=True,
+        out = dynamodb().query(TableName=settings().registry_table, ConsistentRead=consistent,
                                KeyConditionExpression="pk = :pk AND begins_with(sk, :sk)",
+                               ProjectionExpression="#i, #e", ExpressionAttributeNames={"#i": "id", "#e": "event"},
                                ExpressionAttributeValues=to_item({":pk": _pk(account_id), ":sk": "EP#"}))
-    items = [from_item(i) or {} for i in out.get("Items", [])]  # at most MAX_ENDPOINTS small items: one page
-    return sorted((i for i in items if i.get("event") == event), key=lambda i: str(i["id"]))
+    return [from_item(i) or {} for i in out.get("Items", [])]  # at most MAX_ENDPOINTS small items: one page
+
+
+def subscribed(account_id: str, event: str) -> list[str]:
+    """The ids of the account's endpoints of ``event``: one consistent Query, so that an endpoint registered before
+    the event's operation began gets it (a SETTLE-BATCH: rare, and read where it decides)."""
+    return sorted(str(i["id"]) for i in _query(account_id, consistent=True) if i.get("event") == event)
+
+
+def subscribed_cached(account_id: str, event: str) -> list[str]:
+    """The same on a transaction's path, cached per container for RECORD_CACHE_SECONDS (60 s) like the account
+    record itself: a SALE of an account without endpoints costs no read once warm, and an endpoint registered
+    (or deleted) is seen by every container within that bound."""
+    pairs = _by_account.get_or_load(account_id, lambda: tuple(
+        (str(i["id"]), str(i.get("event"))) for i in _query(account_id, consistent=False))) or ()
+    return sorted(webhook_id for webhook_id, subscribed_to in pairs if subscribed_to == event)

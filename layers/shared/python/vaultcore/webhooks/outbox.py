@@ -30,9 +30,10 @@ from vaultcore import clock
 from vaultcore.postback.deliveries import outbox_put
 from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import aws_errors
-from vaultcore.webhooks.endpoints import SETTLEMENT, subscribed
+from vaultcore.webhooks.endpoints import SETTLEMENT, TRANSACTION, subscribed, subscribed_cached
 
-__all__ = ["message", "deliveries_for", "settlement_deliveries", "settlement_data", "send_test", "TEST_EVENT"]
+__all__ = ["message", "deliveries_for", "settlement_deliveries", "settlement_data", "transaction_deliveries",
+           "send_test", "TEST_EVENT"]
 
 #: The delivery ids' UUID 5 namespace (fixed: the same event and endpoint always give the same id).
 _NAMESPACE = uuid.UUID("9a4c1a8e-6a53-5b57-9f6e-2f7d0f0c7a31")
@@ -48,16 +49,30 @@ def message(account_id: str, webhook_id: str, event: str, data: dict[str, Any], 
 
 
 def deliveries_for(account_id: str, event: str, event_key: str, data: dict[str, Any], writer: str,
-                   created_at: int) -> list[dict[str, Any]]:
+                   created_at: int, *, cached: bool = False) -> list[dict[str, Any]]:
     """TransactWriteItems entries: one delivery of ``event`` (``data``) to each endpoint of the account that
-    subscribes to it. ``event_key`` names this occurrence of the event (a batch number): with the endpoint it
-    fixes the delivery id."""
+    subscribes to it. ``event_key`` names this occurrence of the event (a batch number, a transaction id): with
+    the endpoint it fixes the delivery id. ``cached``: the endpoints as the container last read them
+    (:func:`vaultcore.webhooks.endpoints.subscribed_cached`), for an operation on the payment path."""
     entries = []
-    for endpoint in subscribed(account_id, event):
-        delivery_id = str(uuid.uuid5(_NAMESPACE, f"{account_id}:{event}:{event_key}:{endpoint['id']}"))
-        entries.append({"Put": outbox_put(message(account_id, str(endpoint["id"]), event, data, delivery_id,
-                                                  created_at), writer)})
+    for webhook_id in (subscribed_cached if cached else subscribed)(account_id, event):
+        delivery_id = str(uuid.uuid5(_NAMESPACE, f"{account_id}:{event}:{event_key}:{webhook_id}"))
+        entries.append({"Put": outbox_put(message(account_id, webhook_id, event, data, delivery_id, created_at),
+                                          writer)})
     return entries
+
+
+def transaction_deliveries(account: Any, response: dict[str, Any], item: dict[str, Any], writer: str
+                           ) -> list[dict[str, Any]]:
+    """The ``VAULT_TRANSACTION`` deliveries of a transaction the gateway records (its ``response`` and ``item``),
+    to write with it: the postback's own entry of it (no card data: last four digits, tokens). None without an
+    endpoint of that event (one cached Query per account and RECORD_CACHE_SECONDS)."""
+    from vaultcore.gateway.postbacks import postback_entry
+
+    if not subscribed_cached(str(account.account_id), TRANSACTION):
+        return []
+    return deliveries_for(str(account.account_id), TRANSACTION, str(item["transaction_id"]),
+                          postback_entry(account, response, item), writer, int(item["created_at"]), cached=True)
 
 
 def settlement_data(item: dict[str, Any]) -> dict[str, Any]:
