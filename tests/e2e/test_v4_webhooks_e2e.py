@@ -30,7 +30,7 @@ import pytest
 
 from tests.e2e.conftest import Runner
 from tests.e2e.http import admin, post_json
-from tests.e2e.test_original_payconex_iframe_e2e import ORIGINAL, _document, check, client_module  # noqa: F401
+from tests.e2e.test_original_payconex_iframe_e2e import ORIGINAL, _document, check, client_module  # noqa: F401 - client_module: a fixture
 from tests.postback_receiver import Receiver
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -95,18 +95,19 @@ def _original(module: ModuleType, name: str) -> ModuleType:
     return importlib.import_module(f"{module.__name__}.api.webhooks.{name}")
 
 
-def test_the_originals_generated_client_runs_every_webhook_operation(runner: Runner, client_module: ModuleType
-                                                                     ) -> None:
+def test_the_originals_generated_client_runs_every_webhook_operation(runner: Runner, request: Any) -> None:
+    # the original's generated client: the payment iFrame test's module fixture (imported above), by name
+    original: ModuleType = request.getfixturevalue("client_module")
     doc = _document()
-    models = importlib.import_module(f"{client_module.__name__}.models")
+    models = importlib.import_module(f"{original.__name__}.models")
     account = _account(runner.base_url)
     account_id = account["account_id"]
-    client = client_module.AuthenticatedClient(base_url=runner.base_url, token=_basic(account), prefix="Basic")
+    client = original.AuthenticatedClient(base_url=runner.base_url, token=_basic(account), prefix="Basic")
     http = client.get_httpx_client()
     seen: set[str] = set()
 
     def call(name: str, **kwargs: Any) -> Any:
-        api = _original(client_module, name)
+        api = _original(original, name)
         return http.request(**api._get_kwargs(account_id=account_id, **kwargs)), api
 
     webhook = models.Webhook.from_dict({"url": "https://merchant.example.com/hooks/updates",
@@ -146,9 +147,9 @@ def test_the_originals_generated_client_runs_every_webhook_operation(runner: Run
     assert isinstance(api._parse_response(client=client, response=response), models.ApiViolation)
     response, _ = call("get_webhook", webhook_id="00000000-0000-4000-8000-000000000000")
     assert check(doc, "getWebhook", response)["errorType"] == "not_found" and response.status_code == 404
-    stranger = client_module.AuthenticatedClient(base_url=runner.base_url, prefix="Basic",
+    stranger = original.AuthenticatedClient(base_url=runner.base_url, prefix="Basic",
                                                  token=base64.b64encode(f"{account_id}:wrong".encode()).decode())
-    response = stranger.get_httpx_client().request(**_original(client_module, "list_webhooks")._get_kwargs(
+    response = stranger.get_httpx_client().request(**_original(original, "list_webhooks")._get_kwargs(
         account_id=account_id))
     assert check(doc, "listWebhooks", response)["errorType"] == "authentication" and response.status_code == 401
 
