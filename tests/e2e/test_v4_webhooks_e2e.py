@@ -317,3 +317,63 @@ def test_lost_relay_answers_and_failing_log_writes_zero_lost_zero_duplicated(sta
     assert set(per_attempt.values()) == {1}, summary  # each attempt POSTed once
     for path in paths:
         assert sum(1 for r in requests if r["path"] == path and r["status"] == 200) == settlements
+
+
+@pytest.mark.parametrize("applied", [False, True], ids=["send-dropped", "send-applied"])
+def test_sigkill_between_the_stream_read_and_the_send(stack: Any, applied: bool) -> None:
+    """tests/faults/harness.py sigkill_between_stream_read_and_send with webhook endpoints: the runner is SIGKILLed
+    while its stream relay holds the settlement's deliveries (its SendMessageBatch held by the proxy), the send
+    then dropped or applied with its answer lost; the restarted runner reads the stream again (every earlier
+    delivery too): 0 lost, one 2xx per delivery, each attempt POSTed once, earlier deliveries not POSTed again."""
+    from tests.faults.harness import admin as stack_admin
+    from tests.faults.harness import http
+
+    hold = 4.0
+    status, account = stack_admin(stack.base_url, "POST", "/admin/v1/accounts",
+                                  {"options": {"tokenization": False, "token_payments": False}})
+    assert status == 201, account
+    name = "applied" if applied else "dropped"
+    paths = (f"/ok/wh-kill-{name}-a", f"/ok/wh-kill-{name}-b")
+    auth = {"Authorization": "Basic " + _basic(account), "Content-Type": "application/json"}
+    for path in paths:
+        status, _, raw, error = http(f"{stack.base_url}/api/v4/accounts/{account['account_id']}/webhooks",
+                                     json.dumps({"url": stack.receiver.url + path, "event": SETTLEMENT}).encode(),
+                                     auth)
+        assert status == 201, (raw, error)
+    with stack.receiver.lock:
+        before = Counter((r["headers"].get("Vault-Delivery-Id"), r["headers"].get("Vault-Delivery-Attempt"))
+                         for r in stack.receiver.requests)
+    stack.proxy.clear(counts=True)
+    mode = "delay" if applied else "reset_after"
+    stack.proxy.set_rules([{"mode": mode, "operations": ["AmazonSQS.SendMessageBatch"], "seconds": hold}])
+    form = {"account_id": account["account_id"], "api_accesskey": account["api_accesskey"],
+            "response_format": "JSON", "transaction_type": "SETTLE-BATCH", "currency": "USD"}
+    status, _, raw, error = http(stack.base_url + "/api/qsapi/3.8", json.dumps(form).encode(),
+                                 {"Content-Type": "application/json"})
+    assert status == 200 and json.loads(raw)["error"] is False, (raw, error)
+    _wait(lambda: stack.proxy.counts.get(f"{mode} AmazonSQS.SendMessageBatch", 0) > 0, 10)  # in its send
+    stack.kill_runner()
+    stack.proxy.clear()
+    with stack.receiver.lock:
+        delivered_at_kill = sum(1 for r in stack.receiver.requests if r["path"] in paths)
+    time.sleep(hold + 0.5)  # the held send is dropped or applied by now
+    stack.start_runner()
+
+    def posts() -> list[dict[str, Any]]:
+        with stack.receiver.lock:
+            return list(stack.receiver.requests)
+
+    _wait(lambda: sum(1 for r in posts() if r["path"] in paths and r["status"] == 200) >= len(paths), 90)
+    time.sleep(5)  # room for a copy to show: there must be none
+    requests = posts()
+    mine = [r for r in requests if r["path"] in paths]
+    ok = Counter(r["headers"]["Vault-Delivery-Id"] for r in mine if r["status"] == 200)
+    per_attempt = Counter((r["headers"].get("Vault-Delivery-Id"), r["headers"].get("Vault-Delivery-Attempt"))
+                          for r in requests)
+    summary = {"delivered_at_kill": delivered_at_kill, "starts": stack.starts, "posts": len(mine),
+               "deliveries": len(ok)}
+    print(json.dumps(summary))
+    assert delivered_at_kill == 0 and stack.starts >= 2, summary
+    assert len(ok) == len(paths) and set(ok.values()) == {1}, summary  # 0 lost, 0 delivered twice
+    assert all(n == 1 for n in per_attempt.values()), summary  # each attempt POSTed once, earlier ones included
+    assert all(per_attempt[key] == n for key, n in before.items()), summary
