@@ -307,3 +307,40 @@ def test_an_account_without_endpoints_writes_no_delivery_with_its_sale(platform)
     shop = Merchant(platform)  # no postback URL, no endpoint: the SALE is one PutItem, as before
     _sale(shop)
     assert _delivery_items(platform, shop.account_id) == []
+
+
+def test_what_endpoints_cost_the_payment_path(platform):
+    """A warm SALE of an account without endpoints makes the calls it made before (no Registry read, one write);
+    with a VAULT_TRANSACTION endpoint, its delivery rides in the SALE's TransactWriteItems (no extra call); a
+    SETTLE-BATCH reads the endpoints once (consistent Query) and writes one more item per endpoint."""
+    from tests.aws_calls import AwsCalls
+
+    plain = Merchant(platform)
+    _sale(plain)  # warm: the account and its (empty) endpoint list are cached
+    with AwsCalls() as calls:
+        _sale(plain)
+    print(json.dumps({"warm_sale_without_endpoints": dict(calls.by_operation)}))
+    assert "dynamodb.Query" not in calls.by_operation
+    assert calls.by_operation["dynamodb.PutItem"] + calls.by_operation["dynamodb.TransactWriteItems"] == 1
+    assert "dynamodb.TransactWriteItems" not in calls.by_operation  # one PutItem, as without this feature
+
+    hooked = Merchant(platform)
+    hooked.register("https://hooks.example.com/tx", endpoints.TRANSACTION)
+    for n in (1, 2, 3):
+        hooked.register(f"https://hooks.example.com/s{n}")
+    _sale(hooked)
+    with AwsCalls() as calls:
+        _sale(hooked)
+    writes = [p for op, p in calls.params if op == "dynamodb.TransactWriteItems"]
+    print(json.dumps({"warm_sale_with_a_transaction_endpoint": dict(calls.by_operation),
+                      "items_written": len(writes[0]["TransactItems"])}))
+    assert "dynamodb.Query" not in calls.by_operation and len(writes) == 1
+    assert len(writes[0]["TransactItems"]) == 2  # the SALE and its one delivery
+    with AwsCalls() as calls:
+        hooked.settle()
+    writes = [p for op, p in calls.params if op == "dynamodb.TransactWriteItems"]
+    print(json.dumps({"settle_batch_with_3_settlement_endpoints": dict(calls.by_operation),
+                      "items_written": len(writes[0]["TransactItems"])}))
+    assert len(writes) == 1 and len(writes[0]["TransactItems"]) == 1 + 3 + 1  # the record, 3 settlement, 1 tx
+    queries = [p for op, p in calls.params if op == "dynamodb.Query" and p.get("ConsistentRead")]
+    assert len(queries) == 1

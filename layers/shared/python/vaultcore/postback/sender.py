@@ -6,6 +6,10 @@ Message (put on the postback queue by the Deliveries stream relay; never clear c
     {"delivery_id": "<uuid>", "account_id": "...", "transaction_id": "...", "created_at": <unix>,
      "response": {<the postback's responses[] entry>}, "redelivery": <n, optional>, "requeued": <n, optional>}
 
+A message with ``webhook_id`` is a merchant's webhook endpoint's delivery (:mod:`vaultcore.webhooks.outbox`): the
+same claims, retries, breaker, dead-letter queue and log; only its destination, body and signing secrets come from
+:mod:`vaultcore.webhooks.delivery` instead of the account's postback settings.
+
 Success is any 2xx within 10 seconds. A non-2xx answer, a timeout or a connection failure is a failed attempt:
 the message becomes visible again after ``retry_delay(attempt)`` seconds (the consumer changes its visibility);
 after ``maxReceiveCount`` failed attempts it goes to the dead-letter queue (the queue's redrive policy is the one
