@@ -552,6 +552,11 @@ def build() -> dict[str, Any]:
     paths.update(payments_v4.paths())
     schemas.update(payments_v4.schemas())
     payments_v4.extend_violation_codes(schemas["ApiViolation"])
+    # --- issue 31 (webhooks): merchants' webhook endpoints (local/contracts/webhooks.py) ---
+    from local.contracts import webhooks
+
+    paths.update(webhooks.paths())
+    schemas.update(webhooks.schemas())
     # --- end ---
     return document(
         api="gateway", title="Vault payment gateway API (QSAPI 3.8)",
@@ -570,4 +575,4 @@ def build() -> dict[str, Any]:
             **api_keys.SECURITY_SCHEMES,  # issue 31 (API keys)
         },
         tags=[{"name": n} for n in ("qsapi", "rsapi", "wallet", "checkout", "iframe",
-                                    "api-keys", "payments", "dynamic_descriptors")])  # issue 19: iframe; 31
+                                    "api-keys", "payments", "dynamic_descriptors", "webhooks")])  # issue 19: iframe; 31

@@ -29,7 +29,11 @@ EXPECTED_STATUS = {"wallet_session.json": 400, "wallet_domain_association.json":
                    "payments_v4_init.json": 201, "payments_v4_get.json": 404, "payments_v4_patch.json": 404,
                    "dynamic_descriptors_create.json": 201, "dynamic_descriptors_list.json": 200,
                    "dynamic_descriptors_get.json": 404, "dynamic_descriptors_update.json": 404,
-                   "dynamic_descriptors_delete.json": 404}
+                   "dynamic_descriptors_delete.json": 404,
+                   # issue 31 (webhooks): the sample endpoint id names none
+                   "webhooks_create.json": 201, "webhooks_get.json": 404, "webhooks_update.json": 404,
+                   "webhooks_delete.json": 404, "webhooks_rotate_secret.json": 404, "webhooks_test.json": 404,
+                   "webhooks_deliveries.json": 404, "webhooks_redeliver.json": 404}
 
 
 def _state_dir(runner) -> Path:

@@ -67,6 +67,9 @@ UNRESERVED |= {"IframeFunction"}
 UNRESERVED |= {"ApiKeysFunction"}
 # --- end ---
 UNRESERVED |= {"PaymentsV4Function", "DynamicDescriptorsFunction"}  # issue 31: the merchants' v4 API, like the iFrame's
+# --- issue 31 (webhooks): merchants' endpoint configuration, from the unreserved pool like the iFrame's ---
+UNRESERVED |= {"WebhooksFunction"}
+# --- end ---
 
 
 def _reserved(res: dict) -> tuple[str, str] | None:

@@ -82,6 +82,7 @@ from vaultcore.gateway.validation import (
 from vaultcore.logs import get_logger
 from vaultcore.payments import init_ids  # issue 31: a payments/init id charged through the QSAPI
 from vaultcore.wallet import gateway_hooks
+from vaultcore.webhooks import outbox as webhook_outbox
 
 __all__ = ["qsapi", "process", "response_from_item", "RESPONSE_FIELDS", "AUTHORIZATION_LIFETIME_SECONDS",
            "store_for_account"]
@@ -670,7 +671,10 @@ def _record(account: accounts.Account, response: dict[str, Any], item: dict[str,
     Raises GatewayError 1 "nothing was recorded" only when that is certain, OutcomeUnknown otherwise.
     """
     message = postbacks.flag_item(account, response, item)
-    outcome = store.record_transaction(item, writer, None, also)
+    # the account's VAULT_TRANSACTION webhook endpoints' deliveries, in the same write (an account without such an
+    # endpoint: none, and the transaction stays one PutItem)
+    also = [*(also or ()), *webhook_outbox.transaction_deliveries(account, response, item, writer)]
+    outcome = store.record_transaction(item, writer, None, also or None)
     if outcome == store.Recorded.WRITTEN:
         return message
     if outcome == store.Recorded.NOT_WRITTEN:
@@ -803,7 +807,9 @@ def _settle_batch(account: accounts.Account, req: GatewayRequest, transaction_id
         "batch_id": closed, "ach_returns": returned,
     }
     response = response_from_item(item)
-    message = _record(account, response, item, writer)
+    # The account's PAYCONEX_BATCH_SETTLEMENT webhook deliveries, written with the SETTLE-BATCH (the outbox)
+    message = _record(account, response, item, writer,
+                      also=webhook_outbox.settlement_deliveries(account.account_id, item, writer))
     _log.info("batch settled", extra={"transaction_id": transaction_id, "account_id": account.account_id,
                                       "count": returned})
     return response, item, message

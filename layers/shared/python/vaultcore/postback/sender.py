@@ -7,6 +7,10 @@ card data)::
     {"delivery_id": "<uuid>", "account_id": "...", "transaction_id": "...", "created_at": <unix>,
      "response": {<the postback's responses[] entry>}, "redelivery": <n, optional>, "requeued": <n, optional>}
 
+A message with ``webhook_id`` is a merchant's webhook endpoint's delivery (:mod:`vaultcore.webhooks.outbox`): the
+same claims, retries, breaker, dead-letter queue and log; only its destination, body and signing secrets come from
+:mod:`vaultcore.webhooks.delivery` instead of the account's postback settings.
+
 Success is any 2xx within 10 seconds. A non-2xx answer, a timeout or a connection failure is a failed attempt:
 the message becomes visible again after ``retry_delay(attempt)`` seconds (the consumer changes its visibility);
 after ``maxReceiveCount`` failed attempts it goes to the dead-letter queue (the queue's redrive policy is the one
@@ -60,6 +64,9 @@ from vaultcore.postback.message import build_body, parse_schedule, retry_delay, 
 from vaultcore.postback.target import PostbackTarget
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
+from vaultcore.webhooks.delivery import WebhookTarget
+from vaultcore.webhooks.delivery import request as webhook_request
+from vaultcore.webhooks.delivery import target as webhook_target
 
 __all__ = ["PostbackTarget", "Outcome", "deliver", "DELIVERY_TIMEOUT_SECONDS", "RESERVE_SECONDS",
            "MIN_ATTEMPT_SECONDS", "max_receive_count", "breaker", "reset_caches"]
@@ -217,11 +224,13 @@ def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callab
     account_id, delivery_id = message["account_id"], message["delivery_id"]
     transaction_id = message.get("transaction_id", "")
     redelivery = int(message.get("redelivery", 0)) > 0
-    target = _target(account_id)
+    webhook_id = message.get("webhook_id")  # a merchant's webhook endpoint (vaultcore.webhooks.outbox)
+    target: PostbackTarget | WebhookTarget | None = (
+        webhook_target(account_id, str(webhook_id), clock.now()) if webhook_id else _target(account_id))
     if target is None:
-        # No postback URL any more: nothing to deliver; recorded so the operator sees why.
+        # No postback URL (or webhook endpoint) any more: nothing to deliver; recorded so the operator sees why.
         deliveries.record_attempt(account_id, delivery_id, transaction_id, receive_count, "abandoned", None, 0.0,
-                                  "no postback url", "")
+                                  "no webhook endpoint" if webhook_id else "no postback url", "")
         return Outcome("skipped")
     destination = destination_of(target.url)
     decision = _breaker.before_attempt(destination)
@@ -266,10 +275,13 @@ def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callab
     attempt = int(stored.get("attempt") or 1)
 
     timestamp = int(clock.now())
-    payload = build_body(account_id, target.api_accesskey, timestamp, [message["response"]])
-    headers = {"Content-Type": "application/json", "User-Agent": "vault-postback/1.0",
-               "Vault-Delivery-Id": delivery_id, "Vault-Delivery-Attempt": str(attempt),
-               "Vault-Signature": signature_header(target.secret, timestamp, payload)}
+    if isinstance(target, WebhookTarget):
+        payload, headers = webhook_request(message, target, timestamp, attempt)
+    else:
+        payload = build_body(account_id, target.api_accesskey, timestamp, [message["response"]])
+        headers = {"Content-Type": "application/json", "User-Agent": "vault-postback/1.0",
+                   "Vault-Delivery-Id": delivery_id, "Vault-Delivery-Attempt": str(attempt),
+                   "Vault-Signature": signature_header(target.secret, timestamp, payload)}
     started = time.perf_counter()
     status_code: int | None = None
     error: str | None = None

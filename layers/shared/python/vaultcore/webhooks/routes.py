@@ -1,0 +1,120 @@
+"""HTTP routes of the merchants' webhook endpoints on the gateway API (wiring: ``functions/webhooks/app.py``).
+
+The original's PayConex v4 operations (HTTP Basic; each asks its scope first, :func:`vaultcore.v4.auth.authenticate`):
+
+* ``POST /api/v4/accounts/{account_id}/webhooks`` (``pcx:webhooks:create``): 201 ``WebhookResponse`` and, our
+  extension member, ``secret`` (shown this once);
+* ``GET /api/v4/accounts/{account_id}/webhooks`` (``pcx:webhooks:read``): the original's list (a bare array,
+  ``page``/``limit``, its ``X-*`` headers: :func:`vaultcore.v4.lists.paged`);
+* ``GET|PATCH|DELETE .../webhooks/{webhook_id}`` (``read`` / ``update`` / ``delete``): 200, 200, 204.
+
+Our extensions (openapi/gateway.json says so on each):
+
+* ``POST .../webhooks/{webhook_id}/rotate-secret`` (``pcx:webhooks:update``): 201 ``{id, secret,
+  previousSecretExpiresAt}``; the replaced secret keeps signing until then;
+* ``POST .../webhooks/{webhook_id}/test`` (``pcx:webhooks:update``): 202 ``{deliveryId}``, a ``VAULT_WEBHOOK_TEST``
+  delivery through the outbox like any other;
+* ``GET .../webhooks/{webhook_id}/deliveries`` (``pcx:webhooks:read``): the endpoint's delivery attempts, newest
+  first (the original's list convention);
+* ``POST .../webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver`` (``pcx:webhooks:update``): 202, the
+  delivery queued again as an explicit redelivery (sent even when it was delivered).
+
+Errors are ours (``vaultcore.api.responses``), answered as the original's ``ApiViolation`` by the function's
+:func:`vaultcore.iframe.violations.v4_errors` wrapper.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from vaultcore.api.http import Request, Response, json_response
+from vaultcore.errors import MethodNotAllowed, NotFound
+from vaultcore.postback import deliveries
+from vaultcore.settings import settings
+from vaultcore.store.aws import client
+from vaultcore.store.ddb import aws_errors
+from vaultcore.v4.auth import authenticate
+from vaultcore.v4.errors import MemberInvalid
+from vaultcore.v4.lists import PAGE_LIMIT, paged
+from vaultcore.webhooks import endpoints, outbox
+
+__all__ = ["route", "SCOPES", "DELIVERY_LOG_LIMIT"]
+
+_BASE = "/api/v4/accounts/{account_id}/webhooks"
+_ONE = _BASE + "/{webhook_id}"
+_ROTATE = _ONE + "/rotate-secret"
+_TEST = _ONE + "/test"
+_LOG = _ONE + "/deliveries"
+_REDELIVER = _LOG + "/{delivery_id}/redeliver"
+#: The original's scope of each operation ("The API Key calling this endpoint must have one of the following
+#: scopes": pcx:webhooks:* or the operation's own); our extensions take the scope of what they change or read.
+SCOPES: dict[tuple[str, str], str] = {
+    (_BASE, "POST"): "pcx:webhooks:create", (_BASE, "GET"): "pcx:webhooks:read",
+    (_ONE, "GET"): "pcx:webhooks:read", (_ONE, "PATCH"): "pcx:webhooks:update",
+    (_ONE, "DELETE"): "pcx:webhooks:delete", (_ROTATE, "POST"): "pcx:webhooks:update",
+    (_TEST, "POST"): "pcx:webhooks:update", (_LOG, "GET"): "pcx:webhooks:read",
+    (_REDELIVER, "POST"): "pcx:webhooks:update"}
+#: Attempts an endpoint's delivery log reads (newest first), paged by the list convention.
+DELIVERY_LOG_LIMIT = 10 * PAGE_LIMIT
+
+
+def _body(request: Request, *, optional: bool = False) -> Any:
+    if optional and not (request.body or b"").strip():
+        return None
+    body = request.json()
+    if not isinstance(body, dict):
+        raise MemberInvalid("body", "one JSON object")
+    return body
+
+
+def _attempt_view(item: dict[str, Any]) -> dict[str, Any]:
+    return {"deliveryId": item.get("delivery_id"), "attempt": item.get("attempt"), "status": item.get("status"),
+            "httpStatus": item.get("http_status"), "durationMs": item.get("duration_ms"), "error": item.get("error"),
+            "responseExcerpt": item.get("response_excerpt") or "", "at": item.get("at")}
+
+
+def _redeliver(account_id: str, webhook_id: str, delivery_id: str) -> Response:
+    """The stored message queued again with ``redelivery`` + 1 (as the operator's redelivery does): the sender
+    POSTs it even when it was delivered, with the endpoint's current URL and secrets."""
+    stored = deliveries.load_message(account_id, delivery_id) if endpoints.WEBHOOK_ID.fullmatch(delivery_id) else None
+    message = json.loads(deliveries.message_body(stored)) if stored else {}
+    if message.get("webhook_id") != webhook_id:
+        raise NotFound("No delivery with this id for this webhook.")
+    message["redelivery"] = int(message.get("redelivery", 0)) + 1
+    with aws_errors("webhook redelivery"):
+        client("sqs").send_message(QueueUrl=settings().postback_queue_url,
+                                   MessageBody=json.dumps(message, separators=(",", ":")))
+    return json_response(202, {"deliveryId": delivery_id, "queued": True})
+
+
+def route(request: Request) -> Response:
+    resource = request.resource
+    method = request.method.upper()
+    allowed = sorted(m for (r, m) in SCOPES if r == resource)
+    if not allowed:
+        raise NotFound("No such operation.")
+    if method not in allowed:
+        raise MethodNotAllowed(allowed)
+    account_id = authenticate(request, SCOPES[(resource, method)]).account.account_id
+    webhook_id = request.path_params.get("webhook_id", "")
+    if resource == _BASE:
+        if method == "POST":
+            return json_response(201, endpoints.create(account_id, _body(request)))
+        return paged(request, endpoints.list_endpoints(account_id))
+    if resource == _ONE:
+        if method == "GET":
+            return json_response(200, endpoints.get(account_id, webhook_id))
+        if method == "PATCH":
+            return json_response(200, endpoints.patch(account_id, webhook_id, _body(request)))
+        endpoints.delete(account_id, webhook_id)
+        return Response(204, "", {})
+    if resource == _ROTATE:
+        return json_response(201, endpoints.rotate_secret(account_id, webhook_id, _body(request, optional=True)))
+    endpoints.get(account_id, webhook_id)  # 404 for an endpoint that is not the account's
+    if resource == _TEST:
+        return json_response(202, {"deliveryId": outbox.send_test(account_id, webhook_id)})
+    if resource == _LOG:
+        attempts = deliveries.list_attempts(account_id, transaction_id=webhook_id, limit=DELIVERY_LOG_LIMIT)
+        return paged(request, [_attempt_view(a) for a in attempts])
+    return _redeliver(account_id, webhook_id, request.path_params.get("delivery_id", ""))
