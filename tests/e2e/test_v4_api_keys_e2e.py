@@ -6,7 +6,8 @@
   ``openapi/gateway.json``; each answer is checked against the original's schema of its status (formats checked)
   and, through :func:`tests.e2e.contract.check`, against ours.
 * A key of exact scopes works, a missing scope is 403 with the scope named; a key of ``pcx:payments:read`` reads a
-  transaction (RSAPI) and gets 403 on SALE, CREDIT and key creation; an expired and a disabled key get the
+  transaction (RSAPI and v4 payments) and gets 403 on SALE, CREDIT, key creation, webhooks, payments/init and
+  dynamic descriptors; an expired and a disabled key get the
   uniform 1003, and the runner's AuthenticationFailures lines count them by cause; a key of one account cannot
   touch another; the payment iFrame's seven operations run with a key of ``pcx:iframe:*`` (Basic and HMAC) and
   refuse a key without the operation's scope.
@@ -337,6 +338,20 @@ def test_a_payments_read_key_reads_a_transaction_and_nothing_else(runner: Runner
     status, refused = post_json(f"{runner.base_url}/api/v4/accounts/{account_id}/payment-iframe",
                                 {"label": "x", "allowedParentDomains": []}, _basic(reader["id"], reader["secret"]))
     assert status == 403 and "pcx:iframe:create" in refused["value"]
+    # the merchants' other v4 operations: the transaction reads, every change is refused with its scope named
+    reader_auth = _basic(reader["id"], reader["secret"])
+    base = f"{runner.base_url}/api/v4/accounts/{account_id}"
+    status, details = post_json(f"{base}/payments/{sale['transaction_id']}", None, reader_auth, "GET")
+    assert status == 200 and details["id"] == sale["transaction_id"], details
+    for url, body, scope in ((f"{base}/webhooks", {"url": "https://example.com/hook", "event":
+                                                   "PAYCONEX_BATCH_SETTLEMENT"}, "pcx:webhooks:create"),
+                             (f"{base}/payments/init", {"description": "x"}, "pcx:payments:create"),
+                             (f"{base}/dynamic_descriptors", {"name": "x", "descriptor": "X"},
+                              "pcx:dynamic_descriptors:create")):
+        status, refused = post_json(url, body, reader_auth)
+        assert status == 403 and scope in refused["value"], (url, refused)
+    status, refused = post_json(f"{base}/webhooks", None, reader_auth, "GET")
+    assert status == 403 and "pcx:webhooks:read" in refused["value"], refused
 
 
 def test_expired_and_disabled_keys_get_1003_and_the_metric_counts_them(runner: Runner,
