@@ -21,168 +21,35 @@ it) are refused with the original's ``ApiViolation``, which is checked too.
 from __future__ import annotations
 
 import base64
-import copy
-import hashlib
 import importlib
-import os
 import re
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
 from tests.e2e.conftest import Runner
+from tests.e2e.original_contract import ORIGINAL, check, document, example, generate, needs_original, operation
 
-ROOT = Path(__file__).resolve().parents[2]
-ORIGINAL = ROOT.parent / "shared" / "original-contracts" / "payconex-openapi.json"
-CACHE = ROOT / ".local" / "generated-clients"
-BIN = Path(sys.executable).parent
 OPERATIONS = ("createIframe", "listPaymentIframes", "getIframe", "updateIframe", "deleteIframe",
               "createIframeInstance", "getIframeInstance")
-# The members whose declared `format: uuid` contradicts the document's own id patterns (module docstring).
-ID_SCHEMAS = ("IframeResponse", "IFrameCreateInstance", "IFrameInstanceResponse")
 
-pytestmark = pytest.mark.skipif(not ORIGINAL.is_file(), reason=f"{ORIGINAL} is absent (the original's documents "
-                                                                "sit beside the repository)")
-
-
-def _document() -> dict[str, Any]:
-    import json
-
-    return json.loads(ORIGINAL.read_text())
+pytestmark = needs_original
 
 
 @pytest.fixture(scope="module")
 def doc() -> dict[str, Any]:
-    return _document()
+    return document()
 
 
 @pytest.fixture(scope="module")
 def client_module() -> ModuleType:
-    """openapi-python-client's client of the original's document, generated once per document and version."""
-    from importlib.metadata import version
-
-    command = [str(BIN / "openapi-python-client"), "generate", "--path", str(ORIGINAL), "--output-path", "{out}"]
-    key = hashlib.sha256(ORIGINAL.read_bytes() + " ".join(command).encode()).hexdigest()[:16]
-    out = CACHE / f"opc{version('openapi-python-client')}-original-payconex-{key}"
-    if not (out / ".done").exists():
-        shutil.rmtree(out, ignore_errors=True)
-        CACHE.mkdir(parents=True, exist_ok=True)
-        tmp = CACHE / f".tmp-original-payconex-{key}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        result = subprocess.run([part.format(out=str(tmp)) for part in command], cwd=CACHE, capture_output=True,
-                                text=True, timeout=600, env={**os.environ, "PATH": f"{BIN}{os.pathsep}"
-                                                                                   f"{os.environ.get('PATH', '')}"})
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-        (tmp / ".done").write_text(key)
-        tmp.rename(out)
-    package = next(p.parent for p in out.glob("*/client.py"))
-    if str(out) not in sys.path:
-        sys.path.insert(0, str(out))
-    module = importlib.import_module(package.name)
+    """openapi-python-client's client of the original's document (tests/e2e/original_contract.py)."""
+    module = generate(ORIGINAL, "original-payconex")
     for name in ("create_iframe", "list_payment_iframes", "get_iframe", "update_iframe", "delete_iframe",
                  "create_iframe_instance", "get_iframe_instance"):
-        importlib.import_module(f"{package.name}.api.payment_iframe.{name}")  # every operation is generated
+        importlib.import_module(f"{module.__name__}.api.payment_iframe.{name}")  # every operation is generated
     return module
-
-
-# ------------------------------------------------------------------------------------------------ the examples
-def _resolve(doc: dict[str, Any], schema: dict[str, Any]) -> dict[str, Any]:
-    while "$ref" in schema:
-        schema = doc["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
-    return schema
-
-
-def _valid(doc: dict[str, Any], schema: dict[str, Any], value: Any) -> bool:
-    return not list(_validator(doc, schema).iter_errors(value))
-
-
-def example(doc: dict[str, Any], schema: dict[str, Any]) -> Any:
-    """The original's example of ``schema``: per property its ``example`` (else ``default``, else the first enum
-    value, else one built from its own properties); an example that breaks its own schema is left out."""
-    schema = _resolve(doc, schema)
-    if schema.get("type") == "object" or "properties" in schema:
-        out = {}
-        for name, prop in (schema.get("properties") or {}).items():
-            value = example(doc, prop)
-            if value is not None and _valid(doc, prop, value):
-                out[name] = value
-        return out or None
-    if schema.get("type") == "array":
-        items = _resolve(doc, schema.get("items") or {})
-        if "example" in schema:
-            value = [v for v in schema["example"] if _valid(doc, items, v)]  # e.g. APPLE_PAY: not in its enum
-        else:
-            one = example(doc, items)
-            value = [one] if one is not None else []
-        return value or None
-    for key in ("example", "default"):
-        if key in schema:
-            return schema[key]
-    return schema["enum"][0] if schema.get("enum") else None
-
-
-# ------------------------------------------------------------------------------------------------ the schemas
-_REGISTRIES: dict[int, Any] = {}
-
-
-def _registry(doc: dict[str, Any]) -> Any:
-    """The document for validation, ``format`` left out of the ``id`` of :data:`ID_SCHEMAS` (module docstring)."""
-    from referencing import Registry, Resource
-    from referencing.jsonschema import DRAFT202012
-
-    if id(doc) not in _REGISTRIES:
-        patched = copy.deepcopy(doc)
-        for name in ID_SCHEMAS:
-            patched["components"]["schemas"][name]["properties"]["id"].pop("format", None)
-        _REGISTRIES[id(doc)] = Registry().with_resource("urn:original", Resource.from_contents(
-            patched, default_specification=DRAFT202012))
-    return _REGISTRIES[id(doc)]
-
-
-def _absolute(schema: Any) -> Any:
-    """``schema`` with its document-relative references (``#/components/...``) made absolute."""
-    if isinstance(schema, dict):
-        return {k: ("urn:original" + v if k == "$ref" and isinstance(v, str) and v.startswith("#/")
-                    else _absolute(v)) for k, v in schema.items()}
-    if isinstance(schema, list):
-        return [_absolute(v) for v in schema]
-    return schema
-
-
-def _validator(doc: dict[str, Any], schema: dict[str, Any]) -> Any:
-    from jsonschema import Draft202012Validator, FormatChecker
-
-    return Draft202012Validator(_absolute(schema), registry=_registry(doc), format_checker=FormatChecker())
-
-
-def _operation(doc: dict[str, Any], operation_id: str) -> tuple[str, str, dict[str, Any]]:
-    for path, item in doc["paths"].items():
-        for method, op in item.items():
-            if isinstance(op, dict) and op.get("operationId") == operation_id:
-                return method, path, op
-    raise AssertionError(operation_id)
-
-
-def check(doc: dict[str, Any], operation_id: str, response: Any) -> Any:
-    """The answer's status is one the original's document gives ``operation_id``, and its body is valid against
-    that status's schema (formats checked); the parsed JSON."""
-    _, _, op = _operation(doc, operation_id)
-    status = str(response.status_code)
-    assert status in op["responses"], (operation_id, status, response.content[:500])
-    content = (op["responses"][status].get("content") or {}).get("application/json")
-    if content is None:
-        assert not response.content, (operation_id, response.content[:200])
-        return None
-    body = response.json()
-    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"
-              for e in _validator(doc, content["schema"]).iter_errors(body)]
-    assert not errors, (operation_id, status, errors, body)
-    return body
 
 
 # ------------------------------------------------------------------------------------------------ the test
@@ -211,7 +78,7 @@ def test_every_iframe_operation_of_the_originals_generated_client(runner: Runner
     account_id = account["account_id"]
     basic = base64.b64encode(f"{account_id}:{account['api_accesskey']}".encode()).decode()
     client = module.AuthenticatedClient(base_url=runner.base_url, token=basic, prefix="Basic")
-    assert re.fullmatch(_operation(doc, "createIframe")[2]["parameters"][0]["schema"]["pattern"], account_id)
+    assert re.fullmatch(operation(doc, "createIframe")[2]["parameters"][0]["schema"]["pattern"], account_id)
     seen: set[str] = set()
 
     # createIframe with the document's own example: it asks for Click to Pay, which is refused with the original's
@@ -271,9 +138,9 @@ def test_every_iframe_operation_of_the_originals_generated_client(runner: Runner
                           body=models.IFrameInstanceRequest.from_dict(init))
     instance = check(doc, "createIframeInstance", response)
     assert response.status_code == 201 and set(instance) == {"id", "bearerToken", "transactionId"}, instance
-    assert re.fullmatch(_operation(doc, "getIframeInstance")[2]["parameters"][2]["schema"]["pattern"],
+    assert re.fullmatch(operation(doc, "getIframeInstance")[2]["parameters"][2]["schema"]["pattern"],
                         instance["id"])
-    assert re.fullmatch(_operation(doc, "createIframeInstance")[2]["parameters"][1]["schema"]["pattern"],
+    assert re.fullmatch(operation(doc, "createIframeInstance")[2]["parameters"][1]["schema"]["pattern"],
                         iframe_id)  # the original's own path pattern accepts our configuration id
     _parsed(module, "IFrameCreateInstance", instance)
     seen.add("createIframeInstance")

@@ -15,133 +15,63 @@
 One contradiction inside the original's document is settled here as its intent reads: ``ApiKeyExtended`` adds
 ``secret`` to ``ApiKey`` through ``allOf``, but ``ApiKey`` forbids additional properties, so a literal JSON Schema
 validator refuses every ``ApiKeyExtended`` that carries the secret it exists for. The check validates
-``ApiKeyExtended`` as ``ApiKey``'s members plus ``secret``, closed (:func:`_registry`), and leaves out the iFrame
-ids' ``format: uuid`` as tests/e2e/test_original_payconex_iframe_e2e.py does.
+``ApiKeyExtended`` as ``ApiKey``'s members plus ``secret``, closed, with the document's other contradictions
+(tests/e2e/original_contract.py lists them all).
 """
 
 from __future__ import annotations
 
 import base64
-import copy
-import hashlib
 import importlib
 import json
 import os
 import re
-import shutil
-import subprocess
-import sys
 import time
-from pathlib import Path
 from types import ModuleType
 from typing import Any
 from urllib.parse import urlencode
 
 import pytest
 
-from tests.e2e import contract
+from tests.e2e import original_contract
 from tests.e2e.conftest import Runner
 from tests.e2e.http import admin, post_json, request
-from tests.e2e.test_original_payconex_iframe_e2e import ID_SCHEMAS, _absolute, _operation, example
+from tests.e2e.original_contract import ORIGINAL, document, example, generate, needs_original
+from tests.e2e.original_contract import check as check_original
+from tests.e2e.test_generated_clients_e2e import _opc
 from vaultcore.auth.hmac_scheme import hmac_response, string_to_hash
 
-ROOT = Path(__file__).resolve().parents[2]
-ORIGINAL = ROOT.parent / "shared" / "original-contracts" / "payconex-openapi.json"
-OURS = ROOT / "openapi" / "gateway.json"
-CACHE = ROOT / ".local" / "generated-clients"
-BIN = Path(sys.executable).parent
 OPERATIONS = ("create_api_key", "list_api_keys", "get_api_key", "update_api_key", "delete_api_key",
               "list_api_key_scopes")
 CARD = "4242424242424242"
 
-pytestmark = pytest.mark.skipif(not ORIGINAL.is_file(), reason=f"{ORIGINAL} is absent (the original's documents "
-                                                                "sit beside the repository)")
+pytestmark = needs_original
 
 
-def _generate(document: Path, name: str) -> ModuleType:
-    """openapi-python-client's client of ``document``, generated once per document and generator version."""
-    from importlib.metadata import version
-
-    command = [str(BIN / "openapi-python-client"), "generate", "--path", str(document), "--output-path", "{out}"]
-    key = hashlib.sha256(document.read_bytes() + " ".join(command).encode()).hexdigest()[:16]
-    out = CACHE / f"opc{version('openapi-python-client')}-{name}-{key}"
-    if not (out / ".done").exists():
-        shutil.rmtree(out, ignore_errors=True)
-        CACHE.mkdir(parents=True, exist_ok=True)
-        tmp = CACHE / f".tmp-{name}-{key}-{os.getpid()}"
-        shutil.rmtree(tmp, ignore_errors=True)
-        result = subprocess.run([part.format(out=str(tmp)) for part in command], cwd=CACHE, capture_output=True,
-                                text=True, timeout=600,
-                                env={**os.environ, "PATH": f"{BIN}{os.pathsep}{os.environ.get('PATH', '')}"})
-        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-        (tmp / ".done").write_text(key)
-        if not (out / ".done").exists():
-            tmp.rename(out)
-    package = next(p.parent for p in out.glob("*/client.py"))
-    if str(out) not in sys.path:
-        sys.path.insert(0, str(out))
-    module = importlib.import_module(package.name)
-    for operation in OPERATIONS:
-        importlib.import_module(f"{package.name}.api.api_keys.{operation}")  # every operation is generated
+def _with_key_operations(module: ModuleType) -> ModuleType:
+    for op in OPERATIONS:
+        importlib.import_module(f"{module.__name__}.api.api_keys.{op}")  # every operation is generated
     return module
 
 
 @pytest.fixture(scope="module")
 def doc() -> dict[str, Any]:
-    return json.loads(ORIGINAL.read_text())
+    return document()
 
 
 @pytest.fixture(scope="module")
 def original() -> ModuleType:
-    return _generate(ORIGINAL, "original-payconex")
+    return _with_key_operations(generate(ORIGINAL, "original-payconex"))
 
 
 @pytest.fixture(scope="module")
 def ours() -> ModuleType:
-    return _generate(OURS, "gateway-keys")
-
-
-# ------------------------------------------------------------------------------------------------ checks
-_REGISTRIES: dict[int, Any] = {}
-
-
-def _registry(doc: dict[str, Any]) -> Any:
-    """The original's document for validation, ``ApiKeyExtended`` as its intent reads (module docstring)."""
-    from referencing import Registry, Resource
-    from referencing.jsonschema import DRAFT202012
-
-    if id(doc) not in _REGISTRIES:
-        patched = copy.deepcopy(doc)
-        schemas = patched["components"]["schemas"]
-        schemas["ApiKeyExtended"] = {**schemas["ApiKey"], "properties": {
-            **schemas["ApiKey"]["properties"], **schemas["ApiKeyExtended"]["properties"]}}
-        for name in ID_SCHEMAS:  # the iFrame ids' contradiction, as the iFrame's own test reads it
-            schemas[name]["properties"]["id"].pop("format", None)
-        _REGISTRIES[id(doc)] = Registry().with_resource("urn:original", Resource.from_contents(
-            patched, default_specification=DRAFT202012))
-    return _REGISTRIES[id(doc)]
+    return _with_key_operations(_opc("gateway"))  # our document's client, as tests/e2e/test_generated_clients_e2e
 
 
 def check(doc: dict[str, Any], operation_id: str, response: Any) -> Any:
-    """The answer's status is one the original gives ``operation_id``, its body valid against that status's schema
-    (formats checked), and valid against our document too; the parsed JSON."""
-    from jsonschema import Draft202012Validator, FormatChecker
-
-    contract.check(response.request.method, str(response.request.url), response.status_code,
-                   {k.lower(): v for k, v in response.headers.items()}, response.content)
-    _, _, op = _operation(doc, operation_id)
-    status = str(response.status_code)
-    assert status in op["responses"], (operation_id, status, response.content[:500])
-    content = (op["responses"][status].get("content") or {}).get("application/json")
-    if content is None:
-        assert not response.content, (operation_id, response.content[:200])
-        return None
-    body = response.json()
-    validator = Draft202012Validator(_absolute(content["schema"]), registry=_registry(doc),
-                                     format_checker=FormatChecker())
-    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(body)]
-    assert not errors, (operation_id, status, errors, body)
-    return body
+    """The answer is the original's for ``operation_id`` and valid against our document too."""
+    return check_original(doc, operation_id, response, ours=True)
 
 
 def _call(module: ModuleType, client: Any, name: str, **kwargs: Any) -> Any:
@@ -261,7 +191,7 @@ def test_every_api_key_operation_of_the_originals_generated_client(runner: Runne
     response = _call(module, client, "delete_api_key", account_id=account_id, resource_id=created["id"])
     assert response.status_code == 404 and check(doc, "deleteApiKey", response)["errorType"] == "not_found"
     seen.add("deleteApiKey")
-    assert seen == {_operation(doc, o)[2]["operationId"] for o in (
+    assert seen == {original_contract.operation(doc, o)[2]["operationId"] for o in (
         "createApiKey", "listApiKeys", "getApiKey", "updateApiKey", "deleteApiKey", "listApiKeyScopes")}
 
 

@@ -8,7 +8,7 @@ PAN in each meta member refused with 422, never echoed; the five descriptor oper
 statement line is echoed. Every answer is checked against the original's response schema of its status (formats
 checked) and parsed by its generated models (a TransactionDetails' ``status`` in its enum's spelling:
 :func:`parsed_details`). Three contradictions inside the original's document are left out of
-the check, each documented in docs/integrators/v4-payments.md: ``Status``'s ``APPROVED,`` (a trailing comma; its
+the check (tests/e2e/original_contract.py), each documented in docs/integrators/v4-payments.md: ``Status``'s ``APPROVED,`` (a trailing comma; its
 examples say ``APPROVED``), ``CardResponse``'s ``/^\\d{4}$/`` patterns (a JavaScript literal's slashes, which no four
 digits match) and ``Level3Response`` (closed to ``status`` by itself and to the level 3 members by its ``allOf``:
 only ``{}`` would match).
@@ -21,7 +21,6 @@ the PANs sent.
 from __future__ import annotations
 
 import base64
-import copy
 import importlib
 import re
 import time
@@ -34,15 +33,9 @@ import pytest
 
 from tests.e2e.conftest import Runner
 from tests.e2e.http import admin
+from tests.e2e.original_contract import check, example, needs_original
 from tests.e2e.test_generated_clients_e2e import _opc
-from tests.e2e.test_original_payconex_iframe_e2e import (  # noqa: F401 - client_module, doc: fixtures
-    ORIGINAL,
-    _absolute,
-    _operation,
-    client_module,
-    doc,
-    example,
-)
+from tests.e2e.test_original_payconex_iframe_e2e import client_module, doc  # noqa: F401 - fixtures
 from tests.helpers import table_dump
 
 CARD = "4242424242424242"
@@ -50,48 +43,7 @@ PANS = ("4111 1111 1111 1111", "5555-5555-5555-4444", "4000056655665556", "37828
 OPERATIONS = ("initCardPaymentTransaction", "getTransaction", "updateTransactionDetails", "GetDynamicDescriptors",
               "AddDynamicDescriptor", "GetDynamicDescriptor", "EditDynamicDescriptor", "DeleteDynamicDescriptor")
 
-pytestmark = pytest.mark.skipif(not ORIGINAL.is_file(), reason=f"{ORIGINAL} is absent (the original's documents "
-                                                                "sit beside the repository)")
-
-
-# ------------------------------------------------------------------------------------------------ schemas
-_REGISTRIES: dict[int, Any] = {}
-
-
-def _registry(document: dict[str, Any]) -> Any:
-    """The original's document for validation, its three self-contradictions left out (module docstring)."""
-    from referencing import Registry, Resource
-    from referencing.jsonschema import DRAFT202012
-
-    if id(document) not in _REGISTRIES:
-        patched = copy.deepcopy(document)
-        schemas = patched["components"]["schemas"]
-        schemas["Status"]["enum"] = [s.rstrip(",") for s in schemas["Status"]["enum"]]
-        for name in ("last4", "expiry"):
-            schemas["CardResponse"]["properties"][name]["pattern"] = "^\\d{4}$"
-        schemas["Level3Response"].pop("additionalProperties")
-        _REGISTRIES[id(document)] = Registry().with_resource("urn:original", Resource.from_contents(
-            patched, default_specification=DRAFT202012))
-    return _REGISTRIES[id(document)]
-
-
-def check(document: dict[str, Any], operation_id: str, response: httpx.Response) -> Any:
-    """The status is one the original's document gives the operation, and the body its schema's (formats checked)."""
-    from jsonschema import Draft202012Validator, FormatChecker
-
-    _, _, op = _operation(document, operation_id)
-    status = str(response.status_code)
-    assert status in op["responses"], (operation_id, status, response.content[:500])
-    content = (op["responses"][status].get("content") or {}).get("application/json")
-    if content is None:
-        assert not response.content, (operation_id, response.content[:200])
-        return None
-    body = response.json()
-    validator = Draft202012Validator(_absolute(content["schema"]), registry=_registry(document),
-                                     format_checker=FormatChecker())
-    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(body)]
-    assert not errors, (operation_id, status, errors, body)
-    return body
+pytestmark = needs_original
 
 
 def parsed_details(module: ModuleType, body: dict[str, Any]) -> Any:

@@ -30,7 +30,8 @@ import pytest
 
 from tests.e2e.conftest import Runner
 from tests.e2e.http import admin, post_json
-from tests.e2e.test_original_payconex_iframe_e2e import ORIGINAL, _document, check, client_module  # noqa: F401 - client_module: a fixture
+from tests.e2e.original_contract import ORIGINAL, check, document
+from tests.e2e.test_original_payconex_iframe_e2e import client_module  # noqa: F401 - a fixture
 from tests.postback_receiver import Receiver
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -98,7 +99,7 @@ def _original(module: ModuleType, name: str) -> ModuleType:
 def test_the_originals_generated_client_runs_every_webhook_operation(runner: Runner, request: Any) -> None:
     # the original's generated client: the payment iFrame test's module fixture (imported above), by name
     original: ModuleType = request.getfixturevalue("client_module")
-    doc = _document()
+    doc = document()
     models = importlib.import_module(f"{original.__name__}.models")
     account = _account(runner.base_url)
     account_id = account["account_id"]
@@ -162,7 +163,7 @@ def test_the_originals_generated_client_runs_every_webhook_operation(runner: Run
 
 
 def test_the_originals_webhook_operations_are_the_five() -> None:
-    doc = _document()
+    doc = document()
     found = {op["operationId"] for path, item in doc["paths"].items() if "/webhooks" in path
              for op in item.values() if isinstance(op, dict) and "operationId" in op}
     assert found == set(OPERATIONS)
