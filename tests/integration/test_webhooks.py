@@ -236,29 +236,29 @@ def test_a_lost_relay_answer_queues_two_copies_and_the_endpoint_gets_one_post(pl
         receiver.close()
 
 
-def test_scopes_are_checked_before_any_work(platform, monkeypatch):
-    from vaultcore.v4 import auth
-    from vaultcore.webhooks import routes
-
+def test_scopes_are_checked_before_any_work(platform):
+    """A real API key of ``pcx:webhooks:read`` (created through the key operations): it lists, and every change is
+    refused with 403 naming the scope, before anything is written."""
     shop = Merchant(platform)
     created = shop.register("https://hooks.example.com/x")
-    original = auth.authenticate
-
-    def read_only(request, *scopes):
-        principal = original(request)
-        limited = auth.Principal(account=principal.account, key_id="api_" + "0" * 32,
-                                 scopes=frozenset({"pcx:webhooks:read"}))
-        limited.require(*scopes)
-        return limited
-
-    monkeypatch.setattr(routes, "authenticate", read_only)
-    assert shop.api("GET")[0] == 200
-    status, _, refused = shop.api("POST", "", {"url": "https://hooks.example.com/y", "event": endpoints.SETTLEMENT})
+    status, _, key = call(platform, "ApiKeysFunction", "POST", f"/api/v4/accounts/{shop.account_id}/api-keys",
+                          {"label": "read hooks", "scopes": ["pcx:webhooks:read"], "methods": ["BASIC"]},
+                          {"Authorization": shop.basic}, resource="/api/v4/accounts/{account_id}/api-keys",
+                          path_params={"account_id": shop.account_id})
+    assert status == 201, key
+    reader = "Basic " + base64.b64encode(f"{key['id']}:{key['secret']}".encode()).decode()
+    assert shop.api("GET", auth=reader)[0] == 200
+    status, _, refused = shop.api("POST", "", {"url": "https://hooks.example.com/y", "event": endpoints.SETTLEMENT},
+                                  auth=reader)
     assert status == 403 and "pcx:webhooks:create" in refused["value"]
-    for method, suffix in (("PATCH", "/{webhook_id}"), ("DELETE", "/{webhook_id}"),
-                           ("POST", "/{webhook_id}/rotate-secret"), ("POST", "/{webhook_id}/test")):
-        assert shop.api(method, suffix, {}, webhook_id=created["id"])[0] == 403
-    assert len(shop.api("GET")[2]) == 1
+    for method, suffix, scope in (("PATCH", "/{webhook_id}", "update"), ("DELETE", "/{webhook_id}", "delete"),
+                                  ("POST", "/{webhook_id}/rotate-secret", "update"),
+                                  ("POST", "/{webhook_id}/test", "update")):
+        status, _, refused = shop.api(method, suffix, {}, webhook_id=created["id"], auth=reader)
+        assert status == 403 and refused["errorType"] == "authorization", (method, suffix, refused)
+        assert f"pcx:webhooks:{scope}" in refused["value"], refused
+    status, _, listed = shop.api("GET")
+    assert status == 200 and len(listed) == 1 and listed[0]["url"] == "https://hooks.example.com/x"
 
 
 def _sale(shop: Merchant) -> dict:

@@ -68,12 +68,7 @@ def authenticate(variables: dict[str, str], *, now: float, scopes: tuple[str, ..
     sent = variables.get("api_accesskey")
     if not sent or not sent.startswith(KEY_PREFIX):
         return accounts.authenticate(variables, now=now)
-    account_id = variables.get("account_id")
-    if account_id is None:
-        raise GatewayError(E.MISSING, "account_id is required.")
-    if len(account_id) != 12 or not (account_id.isascii() and account_id.isdigit()):
-        metrics.authentication_failed("malformed", cause="malformed")
-        raise GatewayError(E.ACCOUNT_ID)
+    account_id = accounts.account_id_of(variables)
     key_id, _, secret = sent.partition(":")
     key = read_key(key_id) if KEY_ID.fullmatch(key_id) else None
     right = secret_matches(key, key_id, secret)

@@ -22,8 +22,7 @@ from __future__ import annotations
 
 from vaultcore.api.http import Request, Response, json_response
 from vaultcore.apikeys import catalog, service
-from vaultcore.errors import MethodNotAllowed, NotFound
-from vaultcore.v4.auth import authenticate
+from vaultcore.v4.auth import authorize
 from vaultcore.v4.lists import paged
 
 __all__ = ["route", "KEYS", "KEY", "SCOPES_PATH", "OPERATION_SCOPES"]
@@ -36,18 +35,12 @@ OPERATION_SCOPES: dict[tuple[str, str], tuple[str, ...]] = {
     (KEYS, "POST"): ("pcx:api_key:create",), (KEYS, "GET"): ("pcx:api_key:read",),
     (KEY, "GET"): ("pcx:api_key:read",), (KEY, "PATCH"): ("pcx:api_key:update",),
     (KEY, "DELETE"): ("pcx:api_key:delete",), (SCOPES_PATH, "GET"): catalog.LIST_SCOPES}
-_ALLOWED = {KEYS: ("GET", "POST"), KEY: ("DELETE", "GET", "PATCH"), SCOPES_PATH: ("GET",)}
 
 
 def route(request: Request) -> Response:
     resource = request.resource
     method = request.method.upper()
-    allowed = _ALLOWED.get(resource)
-    if allowed is None:
-        raise NotFound("No such operation.")
-    if method not in allowed:
-        raise MethodNotAllowed(list(allowed))
-    principal = authenticate(request, *OPERATION_SCOPES[(resource, method)])
+    principal = authorize(request, OPERATION_SCOPES)
     if resource == SCOPES_PATH:
         return json_response(200, catalog.entries())
     if resource == KEYS:

@@ -14,8 +14,7 @@ from __future__ import annotations
 
 from vaultcore.api.http import Request, Response, json_response
 from vaultcore.descriptors import records
-from vaultcore.errors import MethodNotAllowed, NotFound
-from vaultcore.v4.auth import authenticate
+from vaultcore.v4.auth import authorize
 from vaultcore.v4.errors import MemberInvalid
 from vaultcore.v4.lists import paged
 
@@ -31,12 +30,7 @@ _MAX_QUERY = 100
 
 def route(request: Request) -> Response:
     method = request.method.upper()
-    allowed = {_BASE: ("GET", "POST"), _ONE: ("DELETE", "GET", "PATCH")}.get(request.resource)
-    if allowed is None:
-        raise NotFound("No such operation.")
-    if method not in allowed:
-        raise MethodNotAllowed(list(allowed))
-    account = authenticate(request, SCOPES[(request.resource, method)]).account
+    account = authorize(request, SCOPES).account
     if request.resource == _BASE:
         if method == "POST":
             return json_response(201, records.create(account, request.json()))

@@ -335,6 +335,18 @@ def _fail() -> GatewayError:
     return GatewayError(E.AUTHENTICATION)
 
 
+def account_id_of(variables: dict[str, str]) -> str:
+    """The request's ``account_id``: missing is 200 (E.MISSING), not 12 ASCII digits the uniform 101 (counted as a
+    malformed authentication), before any table is read."""
+    account_id = variables.get("account_id")
+    if account_id is None:
+        raise GatewayError(E.MISSING, "account_id is required.")
+    if len(account_id) != 12 or not (account_id.isascii() and account_id.isdigit()):
+        metrics.authentication_failed("malformed", cause="malformed")
+        raise GatewayError(E.ACCOUNT_ID)
+    return account_id
+
+
 def authenticate(variables: dict[str, str], *, now: float) -> Account:
     """The account the request's credentials name; every failure is the same error 102 ``Invalid account_id``.
 
@@ -343,12 +355,7 @@ def authenticate(variables: dict[str, str], *, now: float) -> Account:
     limit every attempt on the account from that address is refused (cause ``throttled``). A hash that passes every other check is claimed
     last, in the Nonces table, so that it is accepted once (a forged request cannot burn it).
     """
-    account_id = variables.get("account_id")
-    if account_id is None:
-        raise GatewayError(E.MISSING, "account_id is required.")
-    if len(account_id) != 12 or not (account_id.isascii() and account_id.isdigit()):
-        metrics.authentication_failed("malformed", cause="malformed")
-        raise GatewayError(E.ACCOUNT_ID)
+    account_id = account_id_of(variables)
     key = variables.get("api_accesskey")
     hashed = any(n in variables for n in ("hash", "timestamp", "hash_key"))
     if not key and not hashed:

@@ -31,7 +31,7 @@ from vaultcore.api.http import Request, Response, json_response
 from vaultcore.errors import MethodNotAllowed, NotFound
 from vaultcore.iframe import capture, configs, instances, page
 from vaultcore.iframe.errors import BODY_INVALID, IframeError
-from vaultcore.v4.auth import authenticate
+from vaultcore.v4.auth import authorize
 from vaultcore.v4.lists import paged
 
 __all__ = ["route"]
@@ -62,14 +62,7 @@ def _body(request: Request) -> Any:
 
 def _api(request: Request, resource: str) -> Response:
     method = request.method.upper()
-    allowed = {_BASE: ("GET", "POST"), _BASE + "/{id}": ("DELETE", "GET", "PATCH"),
-               _BASE + "/{id}/instance/init": ("POST",), _INSTANCE: ("GET",)}.get(resource)
-    if allowed is None:
-        raise NotFound("No such operation.")
-    if method not in allowed:
-        raise MethodNotAllowed(list(allowed))
-    scope = _SCOPES[(resource, method)]
-    account = authenticate(request, scope).account
+    account = authorize(request, _SCOPES).account
     config_id = request.path_params.get("id", "")
     if resource == _BASE:
         if method == "POST":

@@ -16,9 +16,8 @@ function's wrapper (:func:`vaultcore.iframe.violations.v4_errors`).
 from __future__ import annotations
 
 from vaultcore.api.http import Request, Response, json_response
-from vaultcore.errors import MethodNotAllowed, NotFound
 from vaultcore.payments import records
-from vaultcore.v4.auth import authenticate
+from vaultcore.v4.auth import authorize
 
 __all__ = ["route", "SCOPES"]
 
@@ -32,12 +31,7 @@ SCOPES = {(_INIT, "POST"): "pcx:payments:create", (_ONE, "GET"): "pcx:payments:r
 
 def route(request: Request) -> Response:
     method = request.method.upper()
-    allowed = {_INIT: ("POST",), _ONE: ("GET", "PATCH")}.get(request.resource)
-    if allowed is None:
-        raise NotFound("No such operation.")
-    if method not in allowed:
-        raise MethodNotAllowed(list(allowed))
-    account = authenticate(request, SCOPES[(request.resource, method)]).account
+    account = authorize(request, SCOPES).account
     if request.resource == _INIT:
         return json_response(201, records.init(account, request.json()))
     transaction_id = request.path_params.get("transaction_id", "")

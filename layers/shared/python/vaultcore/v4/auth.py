@@ -34,6 +34,7 @@ from __future__ import annotations
 import base64
 import binascii
 import secrets
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from vaultcore import clock, metrics
@@ -50,14 +51,14 @@ from vaultcore.auth.hmac_scheme import (
     responses_equal,
     string_to_hash_of,
 )
-from vaultcore.errors import AuthenticationFailed
+from vaultcore.errors import AuthenticationFailed, MethodNotAllowed, NotFound
 from vaultcore.gateway.accounts import Account, load_account
 from vaultcore.gateway.accounts import authenticate as authenticate_account
 from vaultcore.gateway.errors import E, GatewayError
 from vaultcore.store.nonces import claim_nonce
 from vaultcore.v4.errors import ScopeMissing
 
-__all__ = ["Principal", "authenticate", "basic_credentials", "grants", "ALL_SCOPES", "KEY_NONCE_PREFIX"]
+__all__ = ["Principal", "authorize", "authenticate", "basic_credentials", "grants", "ALL_SCOPES", "KEY_NONCE_PREFIX"]
 
 #: The scope set of an account's own ``api_accesskey``: every scope.
 ALL_SCOPES = frozenset({"pcx:*"})
@@ -107,6 +108,20 @@ def basic_credentials(request: Request) -> tuple[str, str]:
     if not sep or not user or not password:
         raise _refused("v4: malformed Basic credentials", "malformed")
     return user, password
+
+
+def authorize(request: Request, scopes: Mapping[tuple[str, str], str | tuple[str, ...]]) -> Principal:
+    """The caller of the operation at ``request``'s resource and method, which ``scopes`` maps to the scope(s)
+    that allow it: a resource the table does not name is 404, a method it does not name there 405 (its ``Allow``:
+    the names the table has), both before any credential is read; then :func:`authenticate` with its scope."""
+    method = request.method.upper()
+    allowed = sorted(m for (resource, m) in scopes if resource == request.resource)
+    if not allowed:
+        raise NotFound("No such operation.")
+    if method not in allowed:
+        raise MethodNotAllowed(allowed)
+    needed = scopes[(request.resource, method)]
+    return authenticate(request, *((needed,) if isinstance(needed, str) else needed))
 
 
 def authenticate(request: Request, *scopes: str) -> Principal:

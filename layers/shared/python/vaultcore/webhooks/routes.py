@@ -29,12 +29,12 @@ import json
 from typing import Any
 
 from vaultcore.api.http import Request, Response, json_response
-from vaultcore.errors import MethodNotAllowed, NotFound
+from vaultcore.errors import NotFound
 from vaultcore.postback import deliveries
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
 from vaultcore.store.ddb import aws_errors
-from vaultcore.v4.auth import authenticate
+from vaultcore.v4.auth import authorize
 from vaultcore.v4.errors import MemberInvalid
 from vaultcore.v4.lists import PAGE_LIMIT, paged
 from vaultcore.webhooks import endpoints, outbox
@@ -91,12 +91,7 @@ def _redeliver(account_id: str, webhook_id: str, delivery_id: str) -> Response:
 def route(request: Request) -> Response:
     resource = request.resource
     method = request.method.upper()
-    allowed = sorted(m for (r, m) in SCOPES if r == resource)
-    if not allowed:
-        raise NotFound("No such operation.")
-    if method not in allowed:
-        raise MethodNotAllowed(allowed)
-    account_id = authenticate(request, SCOPES[(resource, method)]).account.account_id
+    account_id = authorize(request, SCOPES).account.account_id
     webhook_id = request.path_params.get("webhook_id", "")
     if resource == _BASE:
         if method == "POST":
