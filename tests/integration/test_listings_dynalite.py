@@ -26,6 +26,7 @@ from local.template import load_template, parameters_with_defaults, render
 from tests.conftest import reset_platform_state
 from tests.dynalite import dynalite_server
 from tests.integration import v1_store
+from tests.integration.test_transactions_migration import _create_old_table
 from tests.integration.test_transactions_shards import ACCOUNT, T0, _items, _pages
 
 
@@ -62,16 +63,7 @@ def test_the_transaction_listing_matches_the_previous_release_on_dynalite(dynali
 
     new_table, old_table = f"Transactions-{uuid.uuid4().hex[:8]}", f"TransactionsOld-{uuid.uuid4().hex[:8]}"
     _create(dynalite, "TransactionsV2Table", new_table)
-    dynalite.create_table(
-        TableName=old_table, BillingMode="PAY_PER_REQUEST",
-        AttributeDefinitions=[{"AttributeName": "account_id", "AttributeType": "S"},
-                              {"AttributeName": "transaction_id", "AttributeType": "S"},
-                              {"AttributeName": "created_at", "AttributeType": "N"}],
-        KeySchema=[{"AttributeName": "account_id", "KeyType": "HASH"},
-                   {"AttributeName": "transaction_id", "KeyType": "RANGE"}],
-        LocalSecondaryIndexes=[{"IndexName": "byCreatedAt", "Projection": {"ProjectionType": "ALL"},
-                                "KeySchema": [{"AttributeName": "account_id", "KeyType": "HASH"},
-                                              {"AttributeName": "created_at", "KeyType": "RANGE"}]}])
+    _create_old_table(dynalite, old_table)
 
     def on(table: str, fn: Any, *args: Any) -> Any:
         monkeypatch.setenv("TRANSACTIONS_TABLE", table)

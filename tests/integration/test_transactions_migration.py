@@ -32,10 +32,10 @@ OLD_TABLE = "TransactionsTable-previous"
 DAY = 24 * 3600
 
 
-def _create_old_table() -> None:
-    """The previous design's table, as template.yaml declared it before issue 29."""
-    boto3.client("dynamodb", region_name="us-east-1").create_table(
-        TableName=OLD_TABLE, BillingMode="PAY_PER_REQUEST",
+def _create_old_table(client: Any = None, name: str = OLD_TABLE) -> None:
+    """The previous design's table, as template.yaml declared it before issue 29 (on moto, or ``client``'s)."""
+    (client or boto3.client("dynamodb", region_name="us-east-1")).create_table(
+        TableName=name, BillingMode="PAY_PER_REQUEST",
         AttributeDefinitions=[{"AttributeName": "account_id", "AttributeType": "S"},
                               {"AttributeName": "transaction_id", "AttributeType": "S"},
                               {"AttributeName": "created_at", "AttributeType": "N"}],
