@@ -531,6 +531,14 @@ def build() -> dict[str, Any]:
         f"{a}/deliveries/{{delivery_id}}/redeliver": {"post": _op(
             "redeliverPostback", "postbacks", "Queue one postback again (same delivery id)",
             (200, "Queued.", obj({"delivery_id": S, "queued": {"const": True}}, ("delivery_id", "queued"))))},
+        f"{a}/deliveries/requeue": {"post": _op(
+            "requeuePostbacks", "postbacks", "Queue again the postbacks of the account's transactions in a window",
+            (200, "How many transactions were read and postbacks queued (as first copies: one already claimed or "
+                  "delivered is not POSTed again); `next`, when more remain, goes back as `after`.",
+             obj({"account_id": S, "scanned": I, "queued": I, "next": {"oneOf": [ref("RequeuePosition"),
+                                                                                 {"type": "null"}]}},
+                 ("account_id", "scanned", "queued", "next"))),
+            req="RequeueRequest", errs=(400,))},
         "/admin/v1/postbacks/redrive": {"post": _op(
             "redrivePostbacks", "postbacks", "Move dead-lettered postbacks back to the queue",
             (200, "How many moved (and relayed: postbacks queued again from the stream relay's failed batches).",
@@ -540,6 +548,14 @@ def build() -> dict[str, Any]:
     schemas = _schemas()
     schemas["RedriveRequest"] = obj({"limit": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000}},
                                     closed=False)
+    schemas["RequeuePosition"] = obj({"transaction_id": S, "created_at": I}, ("transaction_id", "created_at"))
+    schemas["RequeueRequest"] = obj({
+        "from": {"type": "integer", "minimum": 0, "description": "Unix seconds: the window's first second."},
+        "to": {"type": "integer", "minimum": 0, "description": "Unix seconds: its last (at most 31 days after "
+                                                               "`from`)."},
+        "limit": {"type": "integer", "minimum": 1, "maximum": 10000, "default": 1000,
+                  "description": "Transactions read by this call at most."},
+        "after": ref("RequeuePosition")}, ("from", "to"), closed=False)
     for path, item in paths.items():
         names = [seg[1:-1] for seg in path.split("/") if seg.startswith("{")]
         for operation in item.values():

@@ -1,4 +1,5 @@
-"""Management API for postbacks: the delivery log, redelivery of one postback, redrive of the dead-letter queue."""
+"""Management API for postbacks: the delivery log, redelivery of one postback, redrive of the dead-letter queue,
+and the requeue of an account's postbacks from its transactions (past the stream's 24 hours)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 
 from vaultcore.admin.router import json_body, ok, route
 from vaultcore.api.http import Request, Response
-from vaultcore.errors import NotFound, ValidationError
+from vaultcore.errors import DependencyError, NotFound, ValidationError
 from vaultcore.postback import deliveries, relay
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
@@ -36,6 +37,64 @@ def redeliver(request: Request, account_id: str, delivery_id: str) -> Response:
     with aws_errors("postback enqueue"):
         client("sqs").send_message(QueueUrl=settings().postback_queue_url, MessageBody=json.dumps(message))
     return ok({"delivery_id": delivery_id, "queued": True})
+
+
+#: The widest window one requeue reads (days): a bounded listing per call; a longer outage takes several calls.
+REQUEUE_MAX_DAYS = 31
+#: Transactions one requeue call reads at most (the answer's ``next`` continues the window).
+REQUEUE_MAX_TRANSACTIONS = 10_000
+
+
+@route("POST", "/admin/v1/accounts/{account_id}/deliveries/requeue")
+def requeue(request: Request, account_id: str) -> Response:
+    """Queue again, as first copies, the postbacks of the account's transactions created in ``[from, to]`` (unix
+    seconds): for when the Transactions stream's records of them are gone (24 hours) before the relay queued them.
+
+    A postback of a new transaction is known only by its transaction item (``postback`` flag, ``delivery_id``)
+    until the sender first claims it, so this reads the transactions themselves (the RSAPI listing, every shard,
+    ``limit`` at most), and queues the message of each flagged one exactly as the relay builds it. A first copy of
+    a postback already claimed or delivered is not POSTed again (:func:`vaultcore.postback.deliveries.claim`), so a
+    window wider than the outage costs SQS messages, never a second POST. ``next`` (when more remain) is the
+    position to send back as ``after`` to continue.
+    """
+    from vaultcore.api.values import json_integer
+    from vaultcore.gateway import postbacks as gateway_postbacks
+    from vaultcore.gateway import store
+
+    body = json_body(request)
+    start, end = json_integer(body.get("from")), json_integer(body.get("to"))
+    limit = json_integer(body.get("limit", 1000))
+    if start is None or end is None or not 0 <= start <= end or end - start > REQUEUE_MAX_DAYS * 86400:
+        raise ValidationError(f"from and to: unix seconds, from <= to, at most {REQUEUE_MAX_DAYS} days apart.")
+    if limit is None or not 1 <= limit <= REQUEUE_MAX_TRANSACTIONS:
+        raise ValidationError(f"limit must be an integer from 1 to {REQUEUE_MAX_TRANSACTIONS}.")
+    after = body.get("after")
+    position = None
+    if after is not None:
+        if (not isinstance(after, dict) or not isinstance(after.get("transaction_id"), str)
+                or json_integer(after.get("created_at")) is None):
+            raise ValidationError("after must be the `next` of the previous answer.")
+        position = {"transaction_id": after["transaction_id"], "created_at": json_integer(after["created_at"])}
+    sqs = client("sqs")
+    scanned = queued = 0
+    while scanned < limit:
+        items, position = store.list_transactions(account_id, start, end, min(100, limit - scanned), position)
+        scanned += len(items)
+        entries = [{"Id": str(n), "MessageBody": json.dumps(gateway_postbacks.message_from_item(item),
+                                                            separators=(",", ":"))}
+                   for n, item in enumerate(items) if item.get(gateway_postbacks.FLAG) and item.get("delivery_id")]
+        for chunk in range(0, len(entries), 10):
+            with aws_errors("postback enqueue"):
+                out = sqs.send_message_batch(QueueUrl=settings().postback_queue_url, Entries=entries[chunk:chunk + 10])
+            if out.get("Failed"):
+                raise DependencyError("Internal error: SQS refused postbacks; run the requeue again (copies are "
+                                      "harmless).")
+            queued += len(entries[chunk:chunk + 10])
+        if position is None:
+            break
+    return ok({"account_id": account_id, "scanned": scanned, "queued": queued,
+               "next": ({"transaction_id": position["transaction_id"], "created_at": int(position["created_at"])}
+                        if position else None)})
 
 
 def _redrive_relay_failures(sqs: Any) -> int:
