@@ -29,12 +29,11 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Runner
-from tests.e2e.original_contract import ORIGINAL, check, document, example, generate, needs_original, operation
+from tests.e2e.original_contract import ORIGINAL, check, document, example, generate, operation
 
 OPERATIONS = ("createIframe", "listPaymentIframes", "getIframe", "updateIframe", "deleteIframe",
               "createIframeInstance", "getIframeInstance")
 
-pytestmark = needs_original
 
 
 @pytest.fixture(scope="module")

@@ -36,7 +36,7 @@ import pytest
 from tests.e2e import original_contract
 from tests.e2e.conftest import Runner
 from tests.e2e.http import admin, post_json, request
-from tests.e2e.original_contract import ORIGINAL, document, example, generate, needs_original
+from tests.e2e.original_contract import ORIGINAL, document, example, generate
 from tests.e2e.original_contract import check as check_original
 from tests.e2e.test_generated_clients_e2e import _opc
 from vaultcore.auth.hmac_scheme import hmac_response, string_to_hash
@@ -45,7 +45,6 @@ OPERATIONS = ("create_api_key", "list_api_keys", "get_api_key", "update_api_key"
               "list_api_key_scopes")
 CARD = "4242424242424242"
 
-pytestmark = needs_original
 
 
 def _with_key_operations(module: ModuleType) -> ModuleType:

@@ -33,7 +33,7 @@ import pytest
 
 from tests.e2e.conftest import Runner
 from tests.e2e.http import admin
-from tests.e2e.original_contract import check, example, needs_original
+from tests.e2e.original_contract import check, example
 from tests.e2e.test_generated_clients_e2e import _opc
 from tests.e2e.test_original_payconex_iframe_e2e import client_module, doc  # noqa: F401 - fixtures
 from tests.helpers import table_dump
@@ -43,7 +43,6 @@ PANS = ("4111 1111 1111 1111", "5555-5555-5555-4444", "4000056655665556", "37828
 OPERATIONS = ("initCardPaymentTransaction", "getTransaction", "updateTransactionDetails", "GetDynamicDescriptors",
               "AddDynamicDescriptor", "GetDynamicDescriptor", "EditDynamicDescriptor", "DeleteDynamicDescriptor")
 
-pytestmark = needs_original
 
 
 def parsed_details(module: ModuleType, body: dict[str, Any]) -> Any:
