@@ -100,3 +100,13 @@ def test_with_botocore_chosen_the_clients_share_one_session(function):
     assert result["clients"] and result["kinds"] != ["JsonServiceClient"]
     assert result["sessions"] == 1  # one botocore session per container
     assert not {m.split(".")[0] for m in result["modules"]} & (NEVER - {"urllib3"})  # botocore brings urllib3
+
+
+def test_every_function_has_a_representative_request_in_the_cold_start_bench():
+    """bench/bench_cold_start.py measures a function only if it has a request to make (else: "skipped"): a new
+    function must come with one, and with its description in the printout."""
+    from bench.bench_cold_start import DESCRIPTIONS, Requests
+
+    functions = sorted(p.parent.name for p in (Path(__file__).resolve().parents[2] / "functions").glob("*/app.py"))
+    missing = [f for f in functions if not callable(getattr(Requests, f, None)) or f not in DESCRIPTIONS]
+    assert not missing, missing
