@@ -158,3 +158,20 @@ def test_a_descriptor_refuses_a_disguised_pan(text):
     with pytest.raises(MemberInvalid) as caught:
         descriptors._validate({"descriptor": text[:25]}, partial=True)
     assert caught.value.member == "descriptor" and "card number" in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["4242424242424242", "4242.4242.4242.4242", "\uff14\uff12\uff14\uff12" * 4])
+def test_a_member_name_holding_a_pan_is_never_echoed(name):
+    """Review of issue 31: an unknown member is refused naming it (422 details[].source); a name that is a card
+    number was echoed in the answer by the descriptors, the API keys and the webhooks."""
+    from vaultcore.apikeys import service as apikeys
+    from vaultcore.descriptors import records as descriptors
+    from vaultcore.webhooks import endpoints
+
+    calls = (lambda: descriptors._validate({name: "x"}, partial=True), lambda: apikeys._body({name: 1}, apikeys._CREATE),
+             lambda: endpoints._validate({name: "x"}, None), lambda: meta.validate_meta({name: "x"}))
+    for call in calls:
+        with pytest.raises(MemberInvalid) as caught:
+            call()
+        assert "4242" not in str(caught.value) and "\uff14" not in str(caught.value), caught.value
+        assert "4242" not in caught.value.member and "\uff14" not in caught.value.member
