@@ -268,3 +268,36 @@ def test_the_scope_catalog_and_deleting_a_key(merchant):
     assert merchant.iframes(auth)[0] == 401
     assert merchant.keys("GET", key_id=key["id"])[0] == 404
     assert merchant.keys("GET")[1] == []
+
+
+def test_a_key_never_outlives_the_key_that_gives_it(merchant, frozen_clock):
+    """Review of issue 31: an expiring key with pcx:api_key:* gave a key of no expiry (or extended its own): the
+    expiry its issuer chose bounded nothing. A key may give (create, or PATCH to) an expiry no later than its own."""
+    creator = merchant.create_key(scopes=["pcx:api_key:*", "pcx:payments:read"], expiresIn="1 hour")
+    auth = basic(creator["id"], creator["secret"])
+    for members in ({}, {"expiresIn": "2 hours"}, {"expiresAt": None}):
+        status, refused = merchant.keys("POST", {"label": "outlives", "scopes": ["pcx:payments:read"], **members},
+                                        auth=auth)
+        assert status == 422 and refused["details"][0]["source"] == "expiresAt", (members, refused)
+    child = merchant.create_key(auth=auth, scopes=["pcx:payments:read"], expiresIn="30 minutes")
+    for key_id in (creator["id"], child["id"]):
+        for members in ({"expiresAt": None}, {"expiresIn": "10 years"}):
+            status, refused = merchant.keys("PATCH", members, key_id=key_id, auth=auth)
+            assert status == 422 and refused["details"][0]["source"] == "expiresAt", (key_id, members, refused)
+    assert merchant.keys("PATCH", {"expiresIn": "45 minutes"}, key_id=child["id"], auth=auth)[0] == 200
+    assert merchant.keys("PATCH", {"label": "renamed"}, key_id=child["id"], auth=auth)[0] == 200
+    status, read = merchant.keys("GET", key_id=creator["id"])
+    assert status == 200 and read["expiresAt"] == creator["expiresAt"]
+    # the account's own key gives any expiry, and a key without expiry gives any too
+    assert merchant.keys("PATCH", {"expiresAt": None}, key_id=child["id"])[0] == 200
+
+
+@pytest.mark.parametrize("label", ["4242424242424242", "4242 4242 4242 4242", "card 4242_4242_4242_4242"])
+def test_a_key_label_never_holds_a_card_number(merchant, label):
+    status, refused = merchant.keys("POST", {"label": label, "scopes": ["pcx:payments:read"]})
+    assert status == 422 and refused["details"][0]["source"] == "label", refused
+    assert "4242" not in json.dumps(refused)
+    key = merchant.create_key(scopes=["pcx:payments:read"])
+    status, refused = merchant.keys("PATCH", {"label": label}, key_id=key["id"])
+    assert status == 422 and refused["details"][0]["source"] == "label", refused
+    assert all(k["label"] != label for k in merchant.keys("GET")[1])

@@ -344,3 +344,56 @@ def test_what_endpoints_cost_the_payment_path(platform):
     assert len(writes) == 1 and len(writes[0]["TransactItems"]) == 1 + 3 + 1  # the record, 3 settlement, 1 tx
     queries = [p for op, p in calls.params if op == "dynamodb.Query" and p.get("ConsistentRead")]
     assert len(queries) == 1
+
+
+def _key(shop: Merchant, scopes: list[str]) -> str:
+    status, _, key = call(shop.platform, "ApiKeysFunction", "POST", f"/api/v4/accounts/{shop.account_id}/api-keys",
+                          {"label": "hooks", "scopes": scopes, "methods": ["BASIC"]}, {"Authorization": shop.basic},
+                          resource="/api/v4/accounts/{account_id}/api-keys",
+                          path_params={"account_id": shop.account_id})
+    assert status == 201, key
+    return "Basic " + base64.b64encode(f"{key['id']}:{key['secret']}".encode()).decode()
+
+
+def test_the_transaction_event_needs_the_scope_that_reads_transactions(platform):
+    """Review of issue 31: VAULT_TRANSACTION sends every transaction (the postback's entry: names, expiry, last
+    four, and with token_data_in_postback the bfid and vault tokens) to the endpoint's URL. A key of
+    pcx:webhooks:* alone could register (or move) such an endpoint and read, at its own URL, what only
+    pcx:payments:read may read: that event, and changing the URL of an endpoint of it, need pcx:payments:read too."""
+    shop = Merchant(platform)
+    hooks_only = _key(shop, ["pcx:webhooks:*"])
+    status, _, refused = shop.api("POST", "", {"url": "https://hooks.example.com/tx", "event": endpoints.TRANSACTION},
+                                  auth=hooks_only)
+    assert status == 403 and refused["errorType"] == "authorization" and "pcx:payments:read" in refused["value"]
+    settled = shop.api("POST", "", {"url": "https://hooks.example.com/s", "event": endpoints.SETTLEMENT},
+                       auth=hooks_only)
+    assert settled[0] == 201, settled
+    status, _, refused = shop.api("PATCH", "/{webhook_id}", {"event": endpoints.TRANSACTION},
+                                  webhook_id=settled[2]["id"], auth=hooks_only)
+    assert status == 403 and "pcx:payments:read" in refused["value"]
+    theirs = shop.register("https://hooks.example.com/tx", endpoints.TRANSACTION)  # the account key
+    status, _, refused = shop.api("PATCH", "/{webhook_id}", {"url": "https://attacker.example.net/tx"},
+                                  webhook_id=theirs["id"], auth=hooks_only)
+    assert status == 403 and "pcx:payments:read" in refused["value"]
+    assert shop.api("GET", "/{webhook_id}", webhook_id=theirs["id"])[2]["url"] == "https://hooks.example.com/tx"
+    # moving it off the event is no read either way; with pcx:payments:read the event is the key's to register
+    both = _key(shop, ["pcx:webhooks:*", "pcx:payments:read"])
+    created = shop.api("POST", "", {"url": "https://hooks.example.com/tx2", "event": endpoints.TRANSACTION},
+                       auth=both)
+    assert created[0] == 201, created
+    assert shop.api("PATCH", "/{webhook_id}", {"url": "https://hooks.example.com/tx3"}, webhook_id=created[2]["id"],
+                    auth=both)[0] == 200
+
+
+@pytest.mark.parametrize("url", ["https://hooks.example.com/cards/4242424242424242",
+                                 "https://hooks.example.com/?pan=4242%204242%204242%204242",
+                                 "https://hooks.example.com/4242.4242.4242.4242/x"])
+def test_a_webhook_url_never_holds_a_card_number(platform, url):
+    shop = Merchant(platform)
+    status, _, refused = shop.api("POST", "", {"url": url, "event": endpoints.SETTLEMENT})
+    assert status == 422 and refused["details"][0]["source"] == "url", refused
+    assert "4242" not in json.dumps(refused)
+    created = shop.register("https://hooks.example.com/ok")
+    status, _, refused = shop.api("PATCH", "/{webhook_id}", {"url": url}, webhook_id=created["id"])
+    assert status == 422 and refused["details"][0]["source"] == "url", refused
+    assert [w["url"] for w in shop.api("GET")[2]] == ["https://hooks.example.com/ok"]

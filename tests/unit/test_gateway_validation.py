@@ -391,3 +391,15 @@ def test_wallet_case_is_recognised_before_other_checks():
 def test_every_code_has_a_message():
     for code in [v for k, v in vars(E).items() if k.isupper()]:
         assert ERROR_MESSAGES[code]
+
+
+@pytest.mark.parametrize("name", ["transaction_description", "first_name", "last_name", "street_address1"])
+@pytest.mark.parametrize("text", ["card 4242424242424242", "4242 4242 4242 4242", "4242.4242.4242.4242"])
+def test_free_text_never_holds_a_card_number(name, text):
+    """Review of issue 31: the free-text variables are stored with the transaction and sent on in the postback,
+    the VAULT_TRANSACTION webhook and the v4 payment details; a card number in one was stored and sent in clear.
+    Refused as a variable of the wrong form (error 219), the value never named."""
+    with pytest.raises(GatewayError) as err:
+        ok({**CARD, name: text})
+    assert err.value.code == E.VARIABLE and "4242" not in str(err.value) and name in str(err.value)
+    assert ok({**CARD, name: "Order 42 of 4242"}).values[name] == "Order 42 of 4242"

@@ -126,3 +126,52 @@ def test_each_operation_asks_the_originals_scope():
     wildcard = Principal(account=None, key_id=None, scopes=frozenset({"pcx:dynamic_descriptors:*"}))  # type: ignore[arg-type]
     for scope in DD.values():
         wildcard.require(scope)
+
+
+# A PAN written with other separators or other digits is still card data (review of issue 31): the meta, a
+# descriptor, a key's label and a webhook's URL refuse these forms too, not only the log redaction's.
+_DISGUISED = ["4242.4242.4242.4242", "4242  4242  4242  4242", "4242/4242/4242/4242", "4242_4242_4242_4242",
+              "4242\u00a04242\u00a04242\u00a04242", "4242\u20134242\u20134242\u20134242", "4242 - 4242 - 4242 - 4242",
+              "4242\t4242\t4242\t4242", "\uff14\uff12\uff14\uff12" * 4, "\u0664\u0662\u0664\u0662" * 4]
+
+
+@pytest.mark.parametrize("text", _DISGUISED)
+def test_a_pan_with_other_separators_or_unicode_digits_is_refused_in_the_meta(text):
+    for fn in (meta.validate_meta, meta.validate_update):
+        error = _refused(fn, {"description": text})
+        assert error.member == "description" and "card number" in str(error), (text, error)
+        error = _refused(fn, {"items": [{"description": "ok"}, {"x": {"y": [text]}}]})
+        assert "card number" in str(error), (text, error)
+
+
+@pytest.mark.parametrize("text", ["2026-11-27 10:00:00.123", "10.00 20.00", "+14441234321", "1 Main St. Apt 4",
+                                  "4242.4242.4242.4241", "SKU 12-34-56"])
+def test_the_wider_detector_leaves_ordinary_values(text):
+    assert meta.validate_meta({"description": text})["description"] == text
+    assert "description" in meta.validate_update({"description": text})
+
+
+@pytest.mark.parametrize("text", _DISGUISED[:1] + _DISGUISED[8:])
+def test_a_descriptor_refuses_a_disguised_pan(text):
+    from vaultcore.descriptors import records as descriptors
+
+    with pytest.raises(MemberInvalid) as caught:
+        descriptors._validate({"descriptor": text[:25]}, partial=True)
+    assert caught.value.member == "descriptor" and "card number" in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["4242424242424242", "4242.4242.4242.4242", "\uff14\uff12\uff14\uff12" * 4])
+def test_a_member_name_holding_a_pan_is_never_echoed(name):
+    """Review of issue 31: an unknown member is refused naming it (422 details[].source); a name that is a card
+    number was echoed in the answer by the descriptors, the API keys and the webhooks."""
+    from vaultcore.apikeys import service as apikeys
+    from vaultcore.descriptors import records as descriptors
+    from vaultcore.webhooks import endpoints
+
+    calls = (lambda: descriptors._validate({name: "x"}, partial=True), lambda: apikeys._body({name: 1}, apikeys._CREATE),
+             lambda: endpoints._validate({name: "x"}, None), lambda: meta.validate_meta({name: "x"}))
+    for call in calls:
+        with pytest.raises(MemberInvalid) as caught:
+            call()
+        assert "4242" not in str(caught.value) and "\uff14" not in str(caught.value), caught.value
+        assert "4242" not in caught.value.member and "\uff14" not in caught.value.member

@@ -18,7 +18,8 @@ allowed by the calling key's own scopes (:func:`vaultcore.v4.auth.grants`: ``pcx
 ``pcx:iframe:read`` and ``pcx:iframe:*``, not ``pcx:payments:read``) and every account must be one the calling
 key may act on; otherwise 403 naming the scope or account. A key may change or delete only a key it covers
 (whose scopes and accounts it could have given), so a narrow key can neither widen, extend nor revoke a broader
-one. Reading and listing show no secret, and need only ``pcx:api_key:read``.
+one. A key that expires gives no expiry later than its own (none, at creation, is refused too): neither to a key
+it creates nor, by PATCH, to one it changes, itself included. Reading and listing show no secret, and need only ``pcx:api_key:read``.
 
 Sub-accounts: this platform has no account hierarchy; the account's own ``api_accesskey`` acts on its own account
 only, so every key's ``accounts`` is, today, the account it belongs to. The member is kept and checked on every
@@ -45,6 +46,7 @@ from vaultcore.apikeys.store import (
     read_key,
     update_key,
 )
+from vaultcore.cards.masking import holds_pan_in_any_form
 from vaultcore.errors import Conflict, NotFound
 from vaultcore.store import registry
 from vaultcore.v4.auth import Principal, grants
@@ -62,6 +64,7 @@ _ACCOUNT = re.compile(r"[0-9]{12}")
 _EXPIRES_IN = re.compile(r"([0-9]{1,6}) (second|minute|hour|day|week|month|year)s?")
 _UNIT = {"second": 1, "minute": 60, "hour": 3600, "day": 86400, "week": 7 * 86400, "month": 30 * 86400,
          "year": 365 * 86400}
+_EXPIRY_MEMBERS = frozenset({"expiresAt", "expiresIn"})
 _MAX_LIFETIME = 10 * 365 * 86400  # a key lives at most ten years (rotation: docs/integrators/api-keys.md)
 
 
@@ -77,6 +80,10 @@ def _body(body: Any, allowed: frozenset[str]) -> dict[str, Any]:
 def _label(value: Any) -> str:
     if not isinstance(value, str) or not _LABEL.fullmatch(value):
         raise MemberInvalid("label", "3 to 100 letters, digits, spaces, hyphens or underscores")
+    if holds_pan_in_any_form(value):
+        # digits and spaces are a label's characters, so a card number fits the original's pattern: refused, as
+        # in every other value a merchant stores here (PCI DSS 3.4), and never named
+        raise MemberInvalid("label", "must not hold a card number")
     return value
 
 
@@ -143,6 +150,16 @@ def _expiry(body: dict[str, Any], now: float, current: int) -> int:
     return current
 
 
+def _within_caller(principal: Principal, expires_at: int) -> int:
+    """``expires_at`` when the request sets an expiry (or creates a key) the caller may give: no later than the
+    calling key's own (a key that expires gives no key of a longer life, nor extends one, itself included, past
+    it; PCI DSS 8.6 / 7.2: a credential's limits are its issuer's). The account key (``expires_at`` 0) gives any."""
+    limit = principal.expires_at
+    if limit and (expires_at == 0 or expires_at > limit):
+        raise MemberInvalid("expiresAt", "no later than the calling key's own expiry")
+    return expires_at
+
+
 def _enabled(value: Any) -> bool:
     if not isinstance(value, bool):
         raise MemberInvalid("enabled", "true or false")
@@ -171,7 +188,8 @@ def create(principal: Principal, body: Any) -> dict[str, Any]:
     key = ApiKey(key_id="", owner=owner, label=_label(body["label"]),
                  methods=_methods(body["methods"]) if "methods" in body else ("ALL",),
                  accounts=_accounts(principal, body["accounts"]) if "accounts" in body else (owner,),
-                 scopes=_scopes(principal, body["scopes"]), expires_at=_expiry(body, now, 0),
+                 scopes=_scopes(principal, body["scopes"]),
+                 expires_at=_within_caller(principal, _expiry(body, now, 0)),
                  enabled=_enabled(body["enabled"]) if "enabled" in body else True, created_at=int(now))
     if len(list_keys(owner)) >= MAX_KEYS:
         raise Conflict(f"An account has at most {MAX_KEYS} API keys: delete one first.")
@@ -218,7 +236,8 @@ def patch(principal: Principal, key_id: str, body: Any) -> dict[str, Any]:
         methods=_methods(body["methods"]) if "methods" in body else key.methods,
         accounts=_accounts(principal, body["accounts"]) if "accounts" in body else key.accounts,
         scopes=_scopes(principal, body["scopes"]) if "scopes" in body else key.scopes,
-        expires_at=_expiry(body, now, key.expires_at),
+        expires_at=_within_caller(principal, _expiry(body, now, key.expires_at))
+        if _EXPIRY_MEMBERS & set(body) else key.expires_at,
         enabled=_enabled(body["enabled"]) if "enabled" in body else key.enabled)
     if changed == key:
         return key.view()

@@ -42,6 +42,7 @@ __all__ = [
     "apply_pattern",
     "redact_text",
     "holds_pan",
+    "holds_pan_in_any_form",
 ]
 
 REDACTED = "[REDACTED]"
@@ -721,3 +722,32 @@ def holds_pan(text: str) -> bool:
         if _redact_pan(match) != match.group(0):
             return True
     return False
+
+
+# Between two digits, a run of up to three separators a person may type into a card number: whitespace (any,
+# NBSP and tabs included), ASCII dot, slash, hyphen and underscore, and the Unicode dashes (category Pd's
+# hyphen/dash block, the minus sign, the small and fullwidth hyphen-minus).
+_PAN_SEPARATOR_RUN_RE = re.compile(r"(?<=[0-9])[\s\-./_\u2010-\u2015\u2212\ufe58\ufe63\uff0d]{1,3}(?=[0-9])")
+
+
+def _ascii_digits(text: str) -> str:
+    """Every Unicode decimal digit (fullwidth, Arabic-Indic, ...) as its ASCII digit: ``int()`` reads them alike,
+    and so can whoever reads the value back."""
+    import unicodedata  # only for the rare non-ASCII value (the import is not on any cold start)
+
+    return "".join(c if c.isascii() else str(d) if (d := unicodedata.decimal(c, None)) is not None else c
+                   for c in text)
+
+
+def holds_pan_in_any_form(text: str) -> bool:
+    """:func:`holds_pan`, and also a PAN written with other separators (``4242.4242.4242.4242``, two spaces, a
+    slash, an underscore, NBSP, an en dash) or other decimal digits (fullwidth, Arabic-Indic).
+
+    For values a merchant sends to be stored and echoed (the v4 payments' meta, a dynamic descriptor, an API
+    key's label, a webhook's URL): PCI DSS 3.4 asks that no PAN is stored readable, whatever its spelling, and a
+    value refused costs the sender one corrected request. The log redaction keeps :func:`holds_pan` (its
+    separators are the forms card data takes in the payloads it scrubs)."""
+    if holds_pan(text):
+        return True
+    folded = text if text.isascii() else _ascii_digits(text)
+    return holds_pan(_PAN_SEPARATOR_RUN_RE.sub("", folded))

@@ -20,7 +20,7 @@ what changes; an unknown member is refused):
 
 An account has at most :func:`max_descriptors` (``DYNAMIC_DESCRIPTORS_MAX``, the template's
 ``DynamicDescriptorsMax``, default 100); creating one more is refused with errCode 940, HTTP 422. Values are
-never card data: a member holding a PAN is refused (:func:`vaultcore.cards.masking.holds_pan`).
+never card data: a member holding a PAN is refused (:func:`vaultcore.cards.masking.holds_pan_in_any_form`).
 
 The list (:func:`list_descriptors`) is the account's descriptors oldest first; ``query`` keeps those whose
 ``name`` or ``descriptor`` contains it (case-insensitive), as the original's ``SearchQuery`` describes.
@@ -34,7 +34,7 @@ import secrets
 from typing import Any
 
 from vaultcore import clock
-from vaultcore.cards.masking import holds_pan
+from vaultcore.cards.masking import holds_pan_in_any_form
 from vaultcore.errors import NotFound, VaultError
 from vaultcore.gateway.errors import E, GatewayError
 from vaultcore.gateway.processor import Descriptor
@@ -96,7 +96,7 @@ def _validate(body: Any, *, partial: bool) -> dict[str, str]:
             continue
         if not isinstance(value, str):
             raise MemberInvalid(name, "must be a string")
-        if holds_pan(value):
+        if holds_pan_in_any_form(value):
             raise MemberInvalid(name, "must not hold a card number")
         if name == "state":
             if value not in STATES:

@@ -29,6 +29,7 @@ from urllib.parse import parse_qsl
 
 from vaultcore.cards.brand import AMEX, MASTERCARD, VISA, detect_brand
 from vaultcore.cards.luhn import luhn_valid
+from vaultcore.cards.masking import holds_pan_in_any_form
 from vaultcore.gateway import card_present  # issue 20 (card-present)
 from vaultcore.gateway.currencies import is_currency, minor_units
 from vaultcore.gateway.errors import E, GatewayError
@@ -100,6 +101,9 @@ LEVEL2_FIELDS: dict[str, re.Pattern[str]] = {
     "level2_zip": re.compile(r"[A-Za-z0-9-]{1,10}"),
 }
 
+#: Free text stored with the transaction and echoed (response, postback, webhooks, v4 details): refused when it
+#: holds a card number in any spelling (:func:`vaultcore.cards.masking.holds_pan_in_any_form`; review of issue 31).
+FREE_TEXT = frozenset({"first_name", "last_name", "street_address1", "transaction_description"})
 #: Plaintext and other variables: name -> (pattern, error code).
 _VARIABLES: dict[str, tuple[re.Pattern[str], int]] = {
     "account_id": (re.compile(r"[0-9]{12}"), E.ACCOUNT_ID),
@@ -354,6 +358,9 @@ def _normalise(variables: dict[str, str]) -> dict[str, str]:
                 # issue 30: the original's answer to a card number too short to be one, on STORE and CREDIT
                 raise GatewayError(E.CARD_DATA_UNREADABLE)
             _check_pattern(name, value, pattern, code)
+            if name in FREE_TEXT and holds_pan_in_any_form(value):
+                # stored with the transaction and sent on (postback, webhook, v4 details): never a PAN (PCI DSS 3.4)
+                raise GatewayError(E.VARIABLE, f"{name} must not hold a card number.")
             if name == "reissue":
                 value = {"true": "1", "false": "0"}.get(value.lower(), value)
             values[name] = value.upper() if name in ("bank_account_type", "authorization_code") else value

@@ -8,9 +8,10 @@ The members, their nesting, required members and lengths are the original's docu
 as the document types them; an unknown member is refused, as the original's "property ... is unsupported".
 
 The meta is never card data (issue 31; PCI DSS 3.2: no PAN where it is not needed): every string and number in
-the body, known member or not, is checked with the platform's PAN detector (:func:`vaultcore.cards.masking.holds_pan`,
-the log redaction's: a Luhn-valid run of 13 to 19 digits, with or without spaces or dashes) before anything else,
-and refused with 422 naming the member, never the value.
+the body, known member or not, is checked with the platform's PAN detector
+(:func:`vaultcore.cards.masking.holds_pan_in_any_form`: the log redaction's Luhn-valid run of 13 to 19 digits, also
+with other separators or other decimal digits) before anything else, and refused with 422 naming the member, never
+the value.
 
 The schema is checked by the tables below, not pydantic: pydantic is not in the deps layer and its import is
 refused on every function's cold start (tests/unit/test_import_cost.py, ``NEVER``); the tables are a few
@@ -26,7 +27,7 @@ import re
 from datetime import datetime
 from typing import Any
 
-from vaultcore.cards.masking import holds_pan
+from vaultcore.cards.masking import holds_pan_in_any_form as holds_pan
 from vaultcore.v4.errors import MemberInvalid
 
 __all__ = ["validate_meta", "validate_update", "merge", "DEFAULT_MAX", "MAX_ITEMS", "MAX_TAGS", "META_MEMBERS"]

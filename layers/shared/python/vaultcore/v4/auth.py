@@ -80,6 +80,8 @@ class Principal:
     scopes: frozenset[str]
     #: the accounts the caller may act on (the account key: its own; a key: its ``accounts``)
     accounts: frozenset[str] = field(default_factory=frozenset)
+    #: when the caller stops working (unix s; 0: never, the account key): a key it gives may not outlive it
+    expires_at: int = 0
 
     def allows(self, scope: str) -> bool:
         return grants(self.scopes, scope)
@@ -176,7 +178,7 @@ def _key_cause(request: Request, key: ApiKey | None, credential_ok: bool, method
 
 def _principal(key: ApiKey, account: Account) -> Principal:
     return Principal(account=account, key_id=key.key_id, scopes=frozenset(key.scopes),
-                     accounts=frozenset(key.accounts))
+                     accounts=frozenset(key.accounts), expires_at=key.expires_at)
 
 
 def _key_by_basic(request: Request, key_id: str, secret: str) -> Principal:

@@ -16,7 +16,8 @@ Events (:data:`EVENTS`): the original's ``PAYCONEX_BATCH_SETTLEMENT`` (its creat
 ``ACCOUNT_UPDATER_BATCH_UPDATES`` (its schema's enum: registration accepted so that its clients run unchanged;
 nothing sends it, the account updater is not offered).
 
-The URL passes the SSRF guard (:func:`vaultcore.net.ssrf.validate_target_url`, the postback URL's policy) when it
+The URL never holds a card number (:func:`vaultcore.cards.masking.holds_pan_in_any_form`, also %-decoded) and
+passes the SSRF guard (:func:`vaultcore.net.ssrf.validate_target_url`, the postback URL's policy) when it
 is registered or changed, and again at every delivery (the sender's :class:`vaultcore.net.http.SafeHttpClient`
 resolves it and refuses non-public addresses). An account has at most :data:`MAX_ENDPOINTS` endpoints: every
 endpoint of an event gets its delivery written in the same DynamoDB transaction as the event's transaction item
@@ -29,9 +30,11 @@ import re
 import secrets
 import uuid
 from typing import Any
+from urllib.parse import unquote
 
 from vaultcore import clock
 from vaultcore.cache import ContainerCache
+from vaultcore.cards.masking import holds_pan_in_any_form
 from vaultcore.errors import NotFound
 from vaultcore.settings import settings
 from vaultcore.store import registry
@@ -89,6 +92,9 @@ def validate_url(url: Any) -> str:
 
     if not isinstance(url, str) or not url or len(url) > _MAX_URL:
         raise MemberInvalid("url", f"a URL string of at most {_MAX_URL} characters (required)")
+    if holds_pan_in_any_form(url) or holds_pan_in_any_form(unquote(url)):
+        # stored, listed and logged with every delivery: never card data (PCI DSS 3.4), as written or %-encoded
+        raise MemberInvalid("url", "must not hold a card number")
     try:
         return validate_target_url(url, EgressPolicy.from_env()).url
     except (EgressError, ValueError) as exc:

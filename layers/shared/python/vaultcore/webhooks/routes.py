@@ -19,6 +19,9 @@ Our extensions (openapi/gateway.json says so on each):
 * ``POST .../webhooks/{webhook_id}/deliveries/{delivery_id}/redeliver`` (``pcx:webhooks:update``): 202, the
   delivery queued again as an explicit redelivery (sent even when it was delivered).
 
+``VAULT_TRANSACTION`` (our extension event: every transaction) also needs ``pcx:payments:read`` to register, to
+move an endpoint onto, or to change the URL of an endpoint of it (:func:`_may_receive`).
+
 Errors are ours (``vaultcore.api.responses``), answered as the original's ``ApiViolation`` by the function's
 :func:`vaultcore.iframe.violations.v4_errors` wrapper.
 """
@@ -34,12 +37,12 @@ from vaultcore.postback import deliveries
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
 from vaultcore.store.ddb import aws_errors
-from vaultcore.v4.auth import authorize
+from vaultcore.v4.auth import Principal, authorize
 from vaultcore.v4.errors import MemberInvalid
 from vaultcore.v4.lists import PAGE_LIMIT, paged
 from vaultcore.webhooks import endpoints, outbox
 
-__all__ = ["route", "SCOPES", "DELIVERY_LOG_LIMIT"]
+__all__ = ["route", "SCOPES", "DELIVERY_LOG_LIMIT", "TRANSACTION_READ"]
 
 _BASE = "/api/v4/accounts/{account_id}/webhooks"
 _ONE = _BASE + "/{webhook_id}"
@@ -55,6 +58,8 @@ SCOPES: dict[tuple[str, str], str] = {
     (_ONE, "DELETE"): "pcx:webhooks:delete", (_ROTATE, "POST"): "pcx:webhooks:update",
     (_TEST, "POST"): "pcx:webhooks:update", (_LOG, "GET"): "pcx:webhooks:read",
     (_REDELIVER, "POST"): "pcx:webhooks:update"}
+#: What an endpoint of the transaction event also needs (:func:`_may_receive`): it receives what this scope reads.
+TRANSACTION_READ = "pcx:payments:read"
 #: Attempts an endpoint's delivery log reads (newest first), paged by the list convention.
 DELIVERY_LOG_LIMIT = 10 * PAGE_LIMIT
 
@@ -88,20 +93,38 @@ def _redeliver(account_id: str, webhook_id: str, delivery_id: str) -> Response:
     return json_response(202, {"deliveryId": delivery_id, "queued": True})
 
 
+def _may_receive(principal: Principal, body: Any, current: dict[str, Any] | None) -> None:
+    """403 unless the caller may read what the endpoint will receive: an endpoint of ``VAULT_TRANSACTION`` gets
+    every transaction (the postback's entry, with the bfid and vault tokens when the account sends token data),
+    which is ``pcx:payments:read``'s to read; so registering one, moving an endpoint onto that event, or changing
+    such an endpoint's URL needs it as well as the webhook scope (else a ``pcx:webhooks:*`` key could read
+    transactions at a URL of its choosing)."""
+    members = body if isinstance(body, dict) else {}
+    event = members.get("event", current["event"] if current else None)
+    if event == endpoints.TRANSACTION or (current is not None and current["event"] == endpoints.TRANSACTION
+                                          and "url" in members):
+        principal.require(TRANSACTION_READ)
+
+
 def route(request: Request) -> Response:
     resource = request.resource
     method = request.method.upper()
-    account_id = authorize(request, SCOPES).account.account_id
+    principal = authorize(request, SCOPES)
+    account_id = principal.account.account_id
     webhook_id = request.path_params.get("webhook_id", "")
     if resource == _BASE:
         if method == "POST":
-            return json_response(201, endpoints.create(account_id, _body(request)))
+            body = _body(request)
+            _may_receive(principal, body, None)
+            return json_response(201, endpoints.create(account_id, body))
         return paged(request, endpoints.list_endpoints(account_id))
     if resource == _ONE:
         if method == "GET":
             return json_response(200, endpoints.get(account_id, webhook_id))
         if method == "PATCH":
-            return json_response(200, endpoints.patch(account_id, webhook_id, _body(request)))
+            body = _body(request)
+            _may_receive(principal, body, endpoints.get(account_id, webhook_id))
+            return json_response(200, endpoints.patch(account_id, webhook_id, body))
         endpoints.delete(account_id, webhook_id)
         return Response(204, "", {})
     if resource == _ROTATE:
