@@ -7,6 +7,7 @@ that made the call (``tests/e2e/conftest.py``).
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.request
 from typing import Any
@@ -41,3 +42,15 @@ def post_json(url: str, body: Any = None, headers: dict[str, str] | None = None,
 
 def admin(base_url: str, method: str, path: str, body: Any = None):
     return post_json(base_url + path, body, method=method)
+
+
+def wait_until(predicate: Any, seconds: float = 60.0) -> Any:
+    """Poll ``predicate`` until it answers something true (delivery is asynchronous: stream relay, queue,
+    sender), and answer that; a generous bound, never a figure a test asserts."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError("condition not met in time")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.e2e.http import admin, post_json
+from tests.e2e.http import admin, post_json, wait_until
 from tests.postback_receiver import Receiver
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,14 +55,6 @@ def _sale(base_url: str, account: dict, amount: str = "10.00") -> dict:
     return body
 
 
-def _wait(predicate, seconds: float = 30.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("condition not met in time")
 
 
 def _verify(request: dict, account: dict) -> dict:
@@ -82,7 +74,7 @@ def test_sale_delivers_one_postback_whose_hash_and_signature_verify(fast_runner,
     base_url, _, _ = fast_runner
     account = _account(base_url, receiver.url + "/ok/a1")
     sale = _sale(base_url, account)
-    request = _wait(lambda: receiver.delivered("/ok/a1"))[0]
+    request = wait_until(lambda: receiver.delivered("/ok/a1"))[0]
     body = _verify(request, account)
     assert list(body) == ["account_id", "timestamp", "count", "hash", "responses"]
     assert body["count"] == 1 and body["account_id"] == account["account_id"]
@@ -97,7 +89,7 @@ def test_flaky_receiver_gets_it_after_three_failures_with_one_delivery_id(fast_r
     base_url, _, _ = fast_runner
     account = _account(base_url, receiver.url + "/flaky/3")
     sale = _sale(base_url, account)
-    ok = _wait(lambda: receiver.delivered("/flaky/3"))
+    ok = wait_until(lambda: receiver.delivered("/flaky/3"))
     attempts = [r for r in receiver.requests if r["path"] == "/flaky/3"]
     assert [r["status"] for r in attempts] == [500, 500, 500, 200]
     assert len({r["headers"]["Vault-Delivery-Id"] for r in attempts}) == 1
@@ -122,13 +114,13 @@ def test_dead_letter_queue_then_redrive_delivers(fast_runner, receiver):
         log = admin(base_url, "GET", path)[1]["attempts"]
         return any(a["status"] == "dead-lettered" for a in log) and log
 
-    log = _wait(dead, 40)
+    log = wait_until(dead, 40)
     assert len(log) == MAX_RECEIVES
     time.sleep(2)  # the message reaches the DLQ on the next receive after its last attempt
     receiver.recovered.set()
-    moved = _wait(lambda: admin(base_url, "POST", "/admin/v1/postbacks/redrive", {})[1]["moved"], 20)
+    moved = wait_until(lambda: admin(base_url, "POST", "/admin/v1/postbacks/redrive", {})[1]["moved"], 20)
     assert moved >= 1
-    delivered = _wait(lambda: receiver.delivered("/down"))
+    delivered = wait_until(lambda: receiver.delivered("/down"))
     _verify(delivered[0], account)
     ids = {r["headers"]["Vault-Delivery-Id"] for r in receiver.requests if r["path"] == "/down"}
     assert len(ids) == 1  # the same delivery id before and after the DLQ
@@ -161,7 +153,7 @@ def test_a_hanging_merchant_does_not_hold_up_another_merchants_postback(fast_run
         with ThreadPoolExecutor(max_workers=4) as pool:
             done = list(pool.map(sale, jobs))
         slow_sales = [body for kind, body in done if kind == "slow"]
-        _wait(lambda: set(started) <= set(_transaction_ids(receiver.delivered("/ok/neighbour"))), 60)
+        wait_until(lambda: set(started) <= set(_transaction_ids(receiver.delivered("/ok/neighbour"))), 60)
         arrived = {json.loads(r["body"])["responses"][0]["transaction_id"]: r["at"]
                    for r in receiver.delivered("/ok/neighbour")}
         lags = sorted(round(arrived[tx] - t, 1) for tx, t in started.items())
@@ -181,7 +173,7 @@ def test_a_hanging_merchant_does_not_hold_up_another_merchants_postback(fast_run
                         found[key] = min(found.get(key, a["at"]), a["at"])
             return found
 
-        deferrals = _wait(deferred, 30)
+        deferrals = wait_until(deferred, 30)
         with hanging.lock:
             requests = list(hanging.requests)
         first_post: dict[tuple[str, str], float] = {}
@@ -205,7 +197,7 @@ def test_a_hanging_merchant_does_not_hold_up_another_merchants_postback(fast_run
                 last_redrive[0] = time.monotonic()
             return False
 
-        _wait(all_delivered, 120)
+        wait_until(all_delivered, 120)
         time.sleep(2)
         delivered = hanging.delivered("/hang")
         assert sorted(_transaction_ids(delivered)) == sorted(s["transaction_id"] for s in slow_sales)
@@ -227,7 +219,7 @@ def test_burst_of_200_transactions_with_failures_each_delivered_once(fast_runner
     assert len(ids) == 200
     # A liveness bound, not a speed verdict: about 40 s on an idle machine; beside a full CI run on two cores the
     # stream relay, the queue and 1 s retries of the flaky paths took over 120 s once.
-    _wait(lambda: sum(len(receiver.delivered(p)) for p in paths) >= 200, 300)
+    wait_until(lambda: sum(len(receiver.delivered(p)) for p in paths) >= 200, 300)
     time.sleep(2)
     for n, path in enumerate(paths):
         delivered = receiver.delivered(path)

@@ -30,8 +30,8 @@ from urllib.parse import unquote
 import pytest
 
 from tests.e2e.browser import chromium  # noqa: F401 - the fixture
+from tests.e2e.http import wait_until
 from tests.e2e.test_iframe_browser import CARD, _fill_card, browser  # noqa: F401 - the fixture
-from tests.e2e.test_postback_e2e import _wait
 from tests.e2e.test_proxy_e2e import Proxy, _place, _token_action
 from tests.e2e.test_token_policy_e2e import CVV_NAME, World, _tables, assert_cvv_tokens_refused, cvv_tokens_of
 from tests.postback_receiver import Receiver
@@ -224,7 +224,7 @@ def test_forged_messages_are_ignored_frame_ancestors_holds_and_the_etoken_obeys_
     _proxy_refuses(runner, world, etoken, cvv_tokens)
 
     # the scan: tables, runner logs, queue messages, postbacks received
-    delivered = _wait(lambda: receiver.delivered("/policy"), 60.0)
+    delivered = wait_until(lambda: receiver.delivered("/policy"), 60.0)
     found = []
     # A CVV token is three or four digits: found as a whole JSON string value ("834", or \"834\" inside a JSON
     # string), never as a substring, which any id, duration or timestamp may hold. The proxy's request logs are

@@ -29,7 +29,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.conftest import Runner
-from tests.e2e.http import admin, post_json
+from tests.e2e.http import admin, post_json, wait_until
 from tests.e2e.original_contract import check, document
 from tests.e2e.test_original_payconex_iframe_e2e import client_module  # noqa: F401 - a fixture
 from tests.postback_receiver import Receiver
@@ -39,15 +39,6 @@ DOC_PAGE = ROOT / "docs" / "integrators" / "webhook-endpoints.md"
 OPERATIONS = ("createWebhook", "listWebhooks", "getWebhook", "updateWebhook", "deleteWebhook")
 SETTLEMENT = "PAYCONEX_BATCH_SETTLEMENT"
 
-def _wait(predicate: Any, seconds: float = 60.0) -> Any:
-    """Poll until ``predicate`` holds (delivery is asynchronous: stream relay, queue, sender); a generous bound."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError("condition not met in time")
 
 
 def _verifier() -> Any:
@@ -188,7 +179,7 @@ def test_a_settlement_reaches_the_endpoint_once_signed_then_test_log_redelivery_
         assert out.status_code == 201 and isinstance(out.parsed, models.WebhookCreated), out.content
         created = json.loads(out.content)
         settled = _settle(runner.base_url, account)
-        posted = _wait(lambda: receiver.delivered("/ok/settled"))
+        posted = wait_until(lambda: receiver.delivered("/ok/settled"))
         time.sleep(3)  # room for a duplicate to show: there must be none
         assert len(receiver.delivered("/ok/settled")) == 1 and receiver.count("/ok/settled") == 1
         event = verify(posted[0]["body"], posted[0]["headers"]["Vault-Signature"], created["secret"])
@@ -200,7 +191,7 @@ def test_a_settlement_reaches_the_endpoint_once_signed_then_test_log_redelivery_
             account_id=account["account_id"], webhook_id=created["id"], client=client)
         assert test.status_code == 202, test.content
         test_id = json.loads(test.content)["deliveryId"]
-        _wait(lambda: [r for r in receiver.delivered("/ok/settled") if r["headers"]["Vault-Delivery-Id"] == test_id])
+        wait_until(lambda: [r for r in receiver.delivered("/ok/settled") if r["headers"]["Vault-Delivery-Id"] == test_id])
 
         log = importlib.import_module(f"{api.__name__}.list_webhook_deliveries").sync_detailed(
             account_id=account["account_id"], webhook_id=created["id"], client=client)
@@ -212,7 +203,7 @@ def test_a_settlement_reaches_the_endpoint_once_signed_then_test_log_redelivery_
         again = importlib.import_module(f"{api.__name__}.redeliver_webhook_delivery").sync_detailed(
             account_id=account["account_id"], webhook_id=created["id"], delivery_id=event["id"], client=client)
         assert again.status_code == 202, again.content
-        redelivered = _wait(lambda: [r for r in receiver.delivered("/ok/settled")
+        redelivered = wait_until(lambda: [r for r in receiver.delivered("/ok/settled")
                                      if r["headers"]["Vault-Delivery-Id"] == event["id"]
                                      and r["headers"]["Vault-Delivery-Attempt"] == "2"])
         assert json.loads(redelivered[0]["body"]) == event
@@ -221,7 +212,7 @@ def test_a_settlement_reaches_the_endpoint_once_signed_then_test_log_redelivery_
                                  {"overlapSeconds": 3600})
         assert status == 201, rotated
         settled = _settle(runner.base_url, account)
-        second = _wait(lambda: [r for r in receiver.delivered("/ok/settled")
+        second = wait_until(lambda: [r for r in receiver.delivered("/ok/settled")
                                 if json.loads(r["body"])["data"].get("transactionId") == settled["transaction_id"]])
         header = second[0]["headers"]["Vault-Signature"]
         assert header.count("v1=") == 2
@@ -288,14 +279,14 @@ def test_lost_relay_answers_and_failing_log_writes_zero_lost_zero_duplicated(sta
         status, _, raw, error = http(stack.base_url + "/api/qsapi/3.8", json.dumps(form).encode(),
                                      {"Content-Type": "application/json"})
         assert status == 200 and json.loads(raw)["error"] is False, (raw, error)
-        _wait(lambda n=n: stack.proxy.counts.get("lost_answer AmazonSQS.SendMessageBatch", 0) >= n + 1, 20)
+        wait_until(lambda n=n: stack.proxy.counts.get("lost_answer AmazonSQS.SendMessageBatch", 0) >= n + 1, 20)
     stack.proxy.set_rules([log_write_fails])
 
     def posts() -> list[dict[str, Any]]:
         with stack.receiver.lock:
             return [r for r in stack.receiver.requests if r["path"] in paths]
 
-    _wait(lambda: sum(1 for r in posts() if r["status"] == 200) >= settlements * len(paths), 90)
+    wait_until(lambda: sum(1 for r in posts() if r["status"] == 200) >= settlements * len(paths), 90)
     time.sleep(5)  # the log writes' own retries of the last one
     stack.proxy.clear()
     copies = stack.proxy.counts.get("lost_answer AmazonSQS.SendMessageBatch", 0)
@@ -348,7 +339,7 @@ def test_sigkill_between_the_stream_read_and_the_send(stack: Any, applied: bool)
     status, _, raw, error = http(stack.base_url + "/api/qsapi/3.8", json.dumps(form).encode(),
                                  {"Content-Type": "application/json"})
     assert status == 200 and json.loads(raw)["error"] is False, (raw, error)
-    _wait(lambda: stack.proxy.counts.get(f"{mode} AmazonSQS.SendMessageBatch", 0) > 0, 10)  # in its send
+    wait_until(lambda: stack.proxy.counts.get(f"{mode} AmazonSQS.SendMessageBatch", 0) > 0, 10)  # in its send
     stack.kill_runner()
     stack.proxy.clear()
     with stack.receiver.lock:
@@ -360,7 +351,7 @@ def test_sigkill_between_the_stream_read_and_the_send(stack: Any, applied: bool)
         with stack.receiver.lock:
             return list(stack.receiver.requests)
 
-    _wait(lambda: sum(1 for r in posts() if r["path"] in paths and r["status"] == 200) >= len(paths), 90)
+    wait_until(lambda: sum(1 for r in posts() if r["path"] in paths and r["status"] == 200) >= len(paths), 90)
     time.sleep(5)  # room for a copy to show: there must be none
     requests = posts()
     mine = [r for r in requests if r["path"] in paths]

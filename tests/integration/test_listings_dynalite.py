@@ -26,6 +26,7 @@ from local.template import load_template, parameters_with_defaults, render
 from tests.conftest import reset_platform_state
 from tests.dynalite import dynalite_server
 from tests.integration import v1_store
+from tests.integration.test_spread_listings import listed_logs
 from tests.integration.test_transactions_migration import _create_old_table
 from tests.integration.test_transactions_shards import ACCOUNT, T0, _items, _pages
 
@@ -101,7 +102,7 @@ def test_the_transaction_listing_matches_the_previous_release_on_dynalite(dynali
 
 def test_the_proxy_log_listing_merges_shards_and_legacy_entries_on_dynalite(dynalite, monkeypatch):
     from local.log_subscriptions import subscription_event
-    from vaultcore.proxy import log_shipping, logs
+    from vaultcore.proxy import log_shipping
 
     table = f"ProxyLogs-{uuid.uuid4().hex[:8]}"
     _create(dynalite, "ProxyLogsTable", table)
@@ -125,20 +126,7 @@ def test_the_proxy_log_listing_merges_shards_and_legacy_entries_on_dynalite(dyna
     assert len(stored) == 20 and len({i["partnerId"]["S"] for i in stored}) > 2  # the legacy key and shards
     expected = sorted((i["logId"]["S"] for i in stored), reverse=True)
     for limit in (1, 3, 100):
-        ids, token = [], None
-        while True:
-            out = logs.list_logs(pid, limit=limit, next_token=token)
-            ids += [entry["logId"] for entry in out["logs"]]
-            token = out.get("nextToken")
-            if not token:
-                break
-        assert ids == expected, limit
-    c0, token = [], None
-    while True:
-        out = logs.list_logs(pid, config_ref="c0", limit=2, next_token=token)
-        c0 += [entry["logId"] for entry in out["logs"]]
-        token = out.get("nextToken")
-        if not token:
-            break
+        assert listed_logs(pid, limit=limit) == expected, limit
+    c0 = listed_logs(pid, config_ref="c0", limit=2)
     assert c0 == [i for i in expected if next(s for s in stored if s["logId"]["S"] == i)["configReferenceID"]["S"]
                   == "c0"]

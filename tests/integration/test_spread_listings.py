@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import json
+from typing import Any
 
 import pytest
 
@@ -139,8 +140,23 @@ def test_equal_sort_keys_in_two_partitions_are_both_answered_once(small_spread):
     assert seen == [f"{pid}#3", f"{pid}#0", pid]
 
 
+def listed_logs(partner_id: str, **query: Any) -> list[str]:
+    """Every page of the partner's proxy-log listing, followed to its end: the log ids in the order answered
+    (each page's entries are the partner's, without their TTL attribute)."""
+    from vaultcore.proxy import logs
+
+    ids, token = [], None
+    while True:
+        out = logs.list_logs(partner_id, next_token=token, **query)
+        assert all(entry["partnerId"] == partner_id and "expiresAt" not in entry for entry in out["logs"])
+        ids += [entry["logId"] for entry in out["logs"]]
+        token = out.get("nextToken")
+        if not token:
+            return ids
+
+
 def test_proxy_logs_are_spread_and_listed_as_before(small_spread):
-    from vaultcore.proxy import log_shipping, logs
+    from vaultcore.proxy import log_shipping
 
     pid = "logco1"
     # fixed log ids (not the clock's): which shards 15 ids hash to must not vary by run (an empty shard once in 20)
@@ -160,22 +176,8 @@ def test_proxy_logs_are_spread_and_listed_as_before(small_spread):
     assert len(stored) == 25 and len({i["partnerId"]["S"] for i in stored}) == 5
     expected = sorted((i["logId"]["S"] for i in stored), reverse=True)
     for limit in (1, 4, 100):
-        ids, token = [], None
-        while True:
-            out = logs.list_logs(pid, limit=limit, next_token=token)
-            assert all(entry["partnerId"] == pid and "expiresAt" not in entry for entry in out["logs"])
-            ids += [entry["logId"] for entry in out["logs"]]
-            token = out.get("nextToken")
-            if not token:
-                break
-        assert ids == expected, limit
-    c1, token = [], None
-    while True:
-        out = logs.list_logs(pid, config_ref="c1", limit=3, next_token=token)
-        c1 += [entry["logId"] for entry in out["logs"]]
-        token = out.get("nextToken")
-        if not token:
-            break
+        assert listed_logs(pid, limit=limit) == expected, limit
+    c1 = listed_logs(pid, config_ref="c1", limit=3)
     assert c1 == [i["logId"]["S"] for i in sorted(stored, key=lambda i: i["logId"]["S"], reverse=True)
                   if i["configReferenceID"]["S"] == "c1"]
 
