@@ -48,7 +48,7 @@ from vaultcore.apikeys.store import (
 )
 from vaultcore.cards.masking import holds_pan_in_any_form
 from vaultcore.errors import Conflict, NotFound
-from vaultcore.store import registry
+from vaultcore.store import counted, registry
 from vaultcore.v4.auth import Principal, grants
 from vaultcore.v4.errors import AccountNotAllowed, MemberInvalid, ScopeMissing
 
@@ -191,12 +191,12 @@ def create(principal: Principal, body: Any) -> dict[str, Any]:
                  scopes=_scopes(principal, body["scopes"]),
                  expires_at=_within_caller(principal, _expiry(body, now, 0)),
                  enabled=_enabled(body["enabled"]) if "enabled" in body else True, created_at=int(now))
-    if len(list_keys(owner)) >= MAX_KEYS:
-        raise Conflict(f"An account has at most {MAX_KEYS} API keys: delete one first.")
     secret = new_secret()
     for _ in range(3):
         try:
-            stored = put_key(replace(key, key_id=new_key_id()), secret, int(now))
+            stored = put_key(replace(key, key_id=new_key_id()), secret, int(now), MAX_KEYS)
+        except counted.LimitReached:
+            raise Conflict(f"An account has at most {MAX_KEYS} API keys: delete one first.") from None
         except registry.ConditionFailed:
             continue  # 128 random bits collided: draw again
         return {**stored.view(), "secret": secret}

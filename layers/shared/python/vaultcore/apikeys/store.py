@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vaultcore.gateway.accounts import even_kms
-from vaultcore.store import registry
+from vaultcore.store import counted, registry
 from vaultcore.store.keys import unwrap_secret, wrap_secret
 
 __all__ = ["ApiKey", "KEY_ID", "KEY_PREFIX", "new_key_id", "new_secret", "read_key", "list_keys", "put_key",
@@ -116,14 +116,18 @@ def list_keys(owner: str) -> list[ApiKey]:
     return sorted((_from_item(i) for i in items), key=lambda k: (k.created_at, k.key_id))
 
 
-def put_key(key: ApiKey, secret: str, now: int) -> ApiKey:
-    """Store a new key; its secret wrapped. Raises registry.ConditionFailed if the id exists (drawn again)."""
+def put_key(key: ApiKey, secret: str, now: int, limit: int) -> ApiKey:
+    """Store a new key; its secret wrapped. Raises registry.ConditionFailed if the id exists (drawn again),
+    :class:`vaultcore.store.counted.LimitReached` when the owner has ``limit`` keys."""
     wrapped = wrap_secret(secret.encode("ascii"), _context(key.key_id))
     members = _members(key, now)
-    registry.put_new({"pk": f"APIKEY#{key.key_id}", "sk": _KEY_SK, **members, "secretWrapped": wrapped})
-    # the list copy second: a key whose copy failed to be written still authenticates, and a retry of the
-    # creation makes another key (the caller saw an error and no secret, so this one is never used)
-    registry.put({"pk": f"ACCOUNT#{key.owner}", "sk": f"APIKEY#{key.key_id}", **members})
+    # the key, its list copy and the account's key count in one transaction: a key exists with its copy or not at
+    # all, and MAX_KEYS holds under concurrent creations (vaultcore.store.counted)
+    owner_pk = f"ACCOUNT#{key.owner}"
+    counted.put_counted([{"pk": f"APIKEY#{key.key_id}", "sk": _KEY_SK, **members, "secretWrapped": wrapped},
+                         {"pk": owner_pk, "sk": f"APIKEY#{key.key_id}", **members}],
+                        pk=owner_pk, prefix="APIKEY#", limit=limit,
+                        count_existing=lambda: len(registry.query_prefix(owner_pk, "APIKEY#", limit=10**6)))
     return _from_item({**members, "secretWrapped": wrapped})
 
 
@@ -137,9 +141,9 @@ def update_key(key: ApiKey, now: int) -> ApiKey:
 
 
 def delete_key(key: ApiKey) -> None:
-    """Remove both items, the key item first (from then on it authenticates nothing)."""
-    registry.delete(f"APIKEY#{key.key_id}", _KEY_SK)
-    registry.delete(f"ACCOUNT#{key.owner}", f"APIKEY#{key.key_id}")
+    """Remove both items and count one key less, in one transaction (from then on it authenticates nothing)."""
+    counted.delete_counted([(f"APIKEY#{key.key_id}", _KEY_SK), (f"ACCOUNT#{key.owner}", f"APIKEY#{key.key_id}")],
+                           pk=f"ACCOUNT#{key.owner}", prefix="APIKEY#")
 
 
 def signing_secret(key: ApiKey | None, key_id: str) -> bytes:

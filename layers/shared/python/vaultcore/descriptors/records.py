@@ -38,7 +38,7 @@ from vaultcore.cards.masking import holds_pan_in_any_form
 from vaultcore.errors import NotFound, VaultError
 from vaultcore.gateway.errors import E, GatewayError
 from vaultcore.gateway.processor import Descriptor
-from vaultcore.store import registry
+from vaultcore.store import counted, registry
 from vaultcore.v4.errors import MemberInvalid
 
 __all__ = ["DESCRIPTOR_LIMIT", "DescriptorLimit", "DESCRIPTOR_ID", "STATES", "MEMBERS", "max_descriptors",
@@ -120,13 +120,16 @@ def _items(account_id: str) -> list[dict[str, Any]]:
 def create(account: Any, body: Any) -> dict[str, Any]:
     members = _validate(body, partial=False)
     limit = max_descriptors()
-    if len(registry.query_prefix(_pk(account.account_id), _SK, limit=limit)) >= limit:
-        raise DescriptorLimit(f"An account has at most {limit} dynamic descriptors: delete one.")
     now = int(clock.now())
     descriptor_id = "ddesc_" + secrets.token_hex(16)
     item = {"pk": _pk(account.account_id), "sk": _SK + descriptor_id, "accountId": account.account_id,
             "id": descriptor_id, **members, "createdAt": now, "updatedAt": now}
-    registry.put_new(item)
+    pk = _pk(account.account_id)
+    try:  # the maximum holds under concurrent creations (vaultcore.store.counted)
+        counted.put_counted([item], pk=pk, prefix=_SK, limit=limit,
+                            count_existing=lambda: len(registry.query_prefix(pk, _SK, limit=10**6)))
+    except counted.LimitReached:
+        raise DescriptorLimit(f"An account has at most {limit} dynamic descriptors: delete one.") from None
     return _view(item)
 
 
@@ -165,7 +168,11 @@ def patch(account: Any, descriptor_id: str, body: Any) -> dict[str, Any]:
 
 def delete(account: Any, descriptor_id: str) -> None:
     _item(account.account_id, descriptor_id)
-    registry.delete(_pk(account.account_id), _SK + descriptor_id)
+    try:
+        counted.delete_counted([(_pk(account.account_id), _SK + descriptor_id)], pk=_pk(account.account_id),
+                               prefix=_SK)
+    except registry.ConditionFailed:
+        raise NotFound("No such dynamic descriptor.") from None
 
 
 def resolve(account_id: str, descriptor_id: str | None) -> Descriptor | None:

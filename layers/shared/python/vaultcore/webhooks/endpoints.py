@@ -21,7 +21,8 @@ passes the SSRF guard (:func:`vaultcore.net.ssrf.validate_target_url`, the postb
 is registered or changed, and again at every delivery (the sender's :class:`vaultcore.net.http.SafeHttpClient`
 resolves it and refuses non-public addresses). An account has at most :data:`MAX_ENDPOINTS` endpoints: every
 endpoint of an event gets its delivery written in the same DynamoDB transaction as the event's transaction item
-(:mod:`vaultcore.webhooks.outbox`), and a TransactWriteItems holds at most 100 items.
+(:mod:`vaultcore.webhooks.outbox`), and a TransactWriteItems holds at most 100 items. The maximum holds under
+concurrent creations too (a counter written in the creation's transaction: :mod:`vaultcore.store.counted`).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ from vaultcore.cache import ContainerCache
 from vaultcore.cards.masking import holds_pan_in_any_form
 from vaultcore.errors import NotFound
 from vaultcore.settings import settings
-from vaultcore.store import registry
+from vaultcore.store import counted, registry
 from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import aws_errors, from_item, to_item
 from vaultcore.store.keys import unwrap_secret, wrap_secret
@@ -128,14 +129,16 @@ def _new_secret(account_id: str, webhook_id: str) -> tuple[str, dict[str, str]]:
 def create(account_id: str, body: Any) -> dict[str, Any]:
     """A new endpoint: 201 ``WebhookResponse`` plus ``secret`` (our extension member, shown this once)."""
     fields = _validate(body, None)
-    if len(registry.query_prefix(_pk(account_id), "EP#", limit=MAX_ENDPOINTS)) >= MAX_ENDPOINTS:
-        raise MemberInvalid("url", f"an account has at most {MAX_ENDPOINTS} webhook endpoints: delete one")
     webhook_id = str(uuid.uuid4())
     secret, wrapped = _new_secret(account_id, webhook_id)
     now = int(clock.now())
     item = {"pk": _pk(account_id), "sk": _sk(webhook_id), "accountId": account_id, "id": webhook_id, **fields,
             "secrets": [{"w": wrapped, "until": 0}], "secretVersion": 1, "createdAt": now, "updatedAt": now}
-    registry.put_new(item)
+    try:
+        counted.put_counted([item], pk=_pk(account_id), prefix="EP#", limit=MAX_ENDPOINTS,
+                            count_existing=lambda: len(registry.query_prefix(_pk(account_id), "EP#", limit=10**6)))
+    except counted.LimitReached:
+        raise MemberInvalid("url", f"an account has at most {MAX_ENDPOINTS} webhook endpoints: delete one") from None
     return {**public_view(item), "secret": secret}
 
 
@@ -176,7 +179,10 @@ def patch(account_id: str, webhook_id: str, body: Any) -> dict[str, Any]:
 def delete(account_id: str, webhook_id: str) -> None:
     """Remove an endpoint: deliveries still queued for it are recorded ``abandoned``, not sent."""
     _item(account_id, webhook_id)
-    registry.delete(_pk(account_id), _sk(webhook_id))
+    try:
+        counted.delete_counted([(_pk(account_id), _sk(webhook_id))], pk=_pk(account_id), prefix="EP#")
+    except registry.ConditionFailed:
+        raise NotFound("No such webhook of this account.") from None
 
 
 def rotate_secret(account_id: str, webhook_id: str, body: Any) -> dict[str, Any]:
