@@ -11,6 +11,7 @@ import boto3
 from tests.aws_calls import AwsCalls
 from tests.helpers import admin, call
 from tests.postback_receiver import Receiver
+from vaultcore.ids import uuid7
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
@@ -199,12 +200,36 @@ def test_a_delivered_message_costs_at_most_two_aws_calls(platform):
         with AwsCalls() as calls:
             assert platform.invoke("PostbackFunction", _event(messages)) == {"batchItemFailures": []}
         assert len(receiver.delivered("/ok")) == 11
-        # the claim (conditional UpdateItem) and the attempt + delivered state (one BatchWriteItem), nothing else
-        assert dict(calls.by_operation) == {"dynamodb.UpdateItem": 10, "dynamodb.BatchWriteItem": 10}
+        # the claim and the finish (the attempt appended to the delivery's item, its state): two conditional
+        # UpdateItems of the one item, nothing else
+        assert dict(calls.by_operation) == {"dynamodb.UpdateItem": 20}
         assert calls.total <= 2 * 10
         for m in messages:
             log = _log(platform, account, json.loads(m["Body"])["transaction_id"])
             assert [a["status"] for a in log] == ["delivered"]
+    finally:
+        receiver.close()
+
+
+def test_a_lost_answer_of_the_finish_write_is_not_appended_twice(platform, monkeypatch):
+    """The finish (one UpdateItem that appends the attempt to the delivery's item) is applied and its answer lost;
+    the SDK's retry of it is refused by the claim's condition and recognised as this very write (``writer``):
+    the message is acknowledged, the log has the attempt once, and a copy received after it makes no POST."""
+    from tests.aws_faults import AwsFaults
+
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/ok")
+        transaction_id = _sale(platform, account)
+        [message] = _receive(platform, 1)
+        ddb = AwsFaults.install("dynamodb", monkeypatch)
+        ddb.lose_answer("update_item", after=1)  # the claim goes through; the finish's answer is lost
+        assert _handler(platform)(_event([message]), None) == {"batchItemFailures": []}
+        ddb.clear()
+        assert ddb.injected == ["lose:update_item"]
+        assert _handler(platform)(_event([message]), None) == {"batchItemFailures": []}  # a copy: skipped
+        assert len(receiver.delivered("/ok")) == 1
+        assert [(a["attempt"], a["status"]) for a in _log(platform, account, transaction_id)] == [(1, "delivered")]
     finally:
         receiver.close()
 
@@ -411,8 +436,9 @@ def test_the_handler_answers_before_its_timeout_even_with_records_stuck(platform
 # ------------------------------------------------------------------ the delivery log spread over shards
 def test_the_delivery_log_is_spread_over_shards_and_listed_newest_first(platform, monkeypatch):
     """One account's delivery items land on many partitions (``<account>#<shard>``, the shard from the delivery
-    id), and the listing merges them -- and the unsharded partition of items written before the spread -- newest
-    first, as one partition's query did; ``limit``, ``transaction_id`` and ``delivery_id`` keep working."""
+    id), and the listing merges them -- and the items the version before wrote (``MSG#`` and ``ATT#``, the
+    unsharded partition of items written before the spread) -- newest delivery first, each delivery's attempts
+    newest first; ``limit`` (counting attempts), ``transaction_id`` and ``delivery_id`` keep working."""
     from vaultcore import clock
     from vaultcore.postback import deliveries
     from vaultcore.settings import settings
@@ -420,27 +446,53 @@ def test_the_delivery_log_is_spread_over_shards_and_listed_newest_first(platform
     account_id = "555555555555"
     start = 1_900_000_000.0
     written = []
-    for i in range(40):  # one attempt a second, so their order is known
+    for i in range(40):  # one delivery a second (uuid7 ids from the clock), so their order is known
         monkeypatch.setattr(clock, "now", lambda i=i: start + i)
-        delivery_id, transaction_id = f"00000000-0000-4000-8000-{i:012d}", f"{100000000000 + i}"
-        deliveries.record_attempt(account_id, delivery_id, transaction_id, 1, "delivered", 200, 5.0, None, "ok")
-        written.append((delivery_id, transaction_id))
-    # an attempt item written before the spread, at the unsharded key, older than all of them
-    boto3.client("dynamodb", region_name="us-east-1").put_item(TableName=settings().deliveries_table, Item={
+        transaction_id = f"{100000000000 + i}"
+        message = {"delivery_id": uuid7(), "account_id": account_id, "transaction_id": transaction_id,
+                   "created_at": int(start + i), "response": {}}
+        stored = deliveries.claim(message, 30)
+        if i == 39:  # the newest delivery: a failed attempt, then a delivered one
+            deliveries.finish(stored, 1, "failed", 500, 5.0, "HTTP 500", "busy")
+            stored = deliveries.claim(message, 30)
+            deliveries.finish(stored, 2, "delivered", 200, 5.0, None, "ok")
+        else:
+            deliveries.finish(stored, 1, "delivered", 200, 5.0, None, "ok")
+        written.append((message["delivery_id"], transaction_id))
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    # the version before's items: a message item with its attempt item, on its shard, and an attempt item written
+    # before the spread, at the unsharded key, older than all of them
+    legacy = "00000000-0000-4000-8000-000000000001"
+    client.put_item(TableName=settings().deliveries_table, Item={
+        "account_id": {"S": deliveries.partition(account_id, legacy)}, "attempt_key": {"S": f"MSG#{legacy}"},
+        "state": {"S": "delivered"}, "attempt": {"N": "1"}, "message": {"S": "{}"}})
+    client.put_item(TableName=settings().deliveries_table, Item={
+        "account_id": {"S": deliveries.partition(account_id, legacy)},
+        "attempt_key": {"S": f"ATT#{int((start - 3) * 1000):013d}#{legacy}#001"},
+        "delivery_id": {"S": legacy}, "transaction_id": {"S": "099999999998"}, "attempt": {"N": "1"},
+        "status": {"S": "delivered"}, "at": {"N": str(int(start - 3))}})
+    client.put_item(TableName=settings().deliveries_table, Item={
         "account_id": {"S": account_id}, "attempt_key": {"S": f"ATT#{int((start - 5) * 1000):013d}#old#001"},
         "delivery_id": {"S": "old"}, "transaction_id": {"S": "099999999999"}, "attempt": {"N": "1"},
         "status": {"S": "delivered"}, "at": {"N": str(int(start - 5))}})
     partitions = {deliveries.partition(account_id, d) for d, _ in written}
     assert len(partitions) > 20 and all(p.startswith(account_id + "#") for p in partitions)
     listed = deliveries.list_attempts(account_id, limit=100)
-    assert [a["delivery_id"] for a in listed] == [d for d, _ in reversed(written)] + ["old"]
+    newest = written[-1][0]
+    assert [a["delivery_id"] for a in listed] == [newest, newest] + [d for d, _ in reversed(written[:-1])] + [
+        legacy, "old"]
+    assert [(a["attempt"], a["status"], a["http_status"], a["response_excerpt"]) for a in listed[:3]] == [
+        (2, "delivered", 200, ""), (1, "failed", 500, "busy"), (1, "delivered", 200, "")]  # no excerpt of a 2xx
     assert {a["account_id"] for a in listed} == {account_id}  # the caller's id, not the partition key
-    assert "attempt_key" not in listed[0] and "expiresAt" not in listed[0]
+    assert set(listed[0]) == {"account_id", "delivery_id", "transaction_id", "attempt", "status", "http_status",
+                              "duration_ms", "error", "response_excerpt", "at"}
     assert [a["delivery_id"] for a in deliveries.list_attempts(account_id, limit=3)] == [
-        d for d, _ in reversed(written[-3:])]
+        newest, newest, written[-2][0]]  # the limit counts attempts
     delivery_id, transaction_id = written[7]
     assert [a["delivery_id"] for a in deliveries.list_attempts(account_id, transaction_id=transaction_id)] == [
         delivery_id]
     assert [a["transaction_id"] for a in deliveries.list_attempts(account_id, delivery_id=delivery_id)] == [
         transaction_id]
+    assert [a["transaction_id"] for a in deliveries.list_attempts(account_id, delivery_id=legacy)] == [
+        "099999999998"]
     assert deliveries.list_attempts("666666666666") == []

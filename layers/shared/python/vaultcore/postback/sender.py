@@ -222,15 +222,13 @@ def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callab
     """
     message = json.loads(body)
     account_id, delivery_id = message["account_id"], message["delivery_id"]
-    transaction_id = message.get("transaction_id", "")
     redelivery = int(message.get("redelivery", 0)) > 0
     webhook_id = message.get("webhook_id")  # a merchant's webhook endpoint (vaultcore.webhooks.outbox)
     target: PostbackTarget | WebhookTarget | None = (
         webhook_target(account_id, str(webhook_id), clock.now()) if webhook_id else _target(account_id))
     if target is None:
         # No postback URL (or webhook endpoint) any more: nothing to deliver; recorded so the operator sees why.
-        deliveries.record_attempt(account_id, delivery_id, transaction_id, receive_count, "abandoned", None, 0.0,
-                                  "no webhook endpoint" if webhook_id else "no postback url", "")
+        deliveries.record_attempt(message, "abandoned", "no webhook endpoint" if webhook_id else "no postback url")
         return Outcome("skipped")
     destination = destination_of(target.url)
     decision = _breaker.before_attempt(destination)
