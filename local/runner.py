@@ -175,17 +175,25 @@ class Platform:
             # Keys typed Any: the SQS stubs want a Literal of attribute names; these come from the template.
             attributes: dict[Any, str] = {k: str(props[k]) for k in ("VisibilityTimeout", "MessageRetentionPeriod")
                                           if k in props}
+            # SQS FIFO (the postback queue, issue 29): its attributes as the template sets them, and a name ending
+            # in ".fifo" as SQS requires (CloudFormation appends it to the names it generates).
+            fifo = str(props.get("FifoQueue", "")).lower() == "true"
+            if fifo:
+                for k in ("FifoQueue", "ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit"):
+                    if k in props:
+                        attributes[k] = str(props[k]).lower() if isinstance(props[k], bool) else str(props[k])
             if "RedrivePolicy" in props:
                 policy = dict(props["RedrivePolicy"])
                 if self.max_receive_count:  # runner-only override, so tests reach the DLQ quickly
                     policy["maxReceiveCount"] = self.max_receive_count
                 attributes["RedrivePolicy"] = json.dumps(policy)
-            url = self._existing_queue(sqs, name) if self.reuse_resources else None
-            url = url or sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+            queue_name = f"{name}.fifo" if fifo else name
+            url = self._existing_queue(sqs, queue_name) if self.reuse_resources else None
+            url = url or sqs.create_queue(QueueName=queue_name, Attributes=attributes)["QueueUrl"]
             arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
             self.refs[name] = url
             self.attrs[(name, "Arn")] = arn
-            self.attrs[(name, "QueueName")] = name
+            self.attrs[(name, "QueueName")] = queue_name
             self.queue_urls_by_arn[arn] = url
         for name, res in self.resources.items():
             if res["Type"] != "AWS::DynamoDB::Table":

@@ -82,7 +82,7 @@ def test_a_postback_batch_counts_deliveries_and_dead_letters(platform, capsys, m
         sqs = boto3.client("sqs", region_name="us-east-1")
         messages = []
         while len(messages) < 2:
-            got = sqs.receive_message(QueueUrl=platform.refs["PostbackQueue"], MaxNumberOfMessages=2,
+            got = sqs.receive_message(QueueUrl=platform.refs["PostbackFifoQueue"], MaxNumberOfMessages=2,
                                       AttributeNames=["All"]).get("Messages", [])
             assert got
             messages += got

@@ -11,6 +11,7 @@ import boto3
 from tests.aws_calls import AwsCalls
 from tests.helpers import admin, call
 from tests.postback_receiver import Receiver
+from vaultcore import clock
 from vaultcore.ids import uuid7
 
 if TYPE_CHECKING:
@@ -35,12 +36,12 @@ def test_one_failing_record_is_retried_and_the_others_are_not(platform, monkeypa
             assert body["transaction_approved"] is True, body
         assert platform.pump_streams() == 3  # the Deliveries stream relay queues the three postbacks
         sqs = boto3.client("sqs", region_name="us-east-1")
-        url = platform.refs["PostbackQueue"]
+        url = platform.refs["PostbackFifoQueue"]
         messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
         assert len(messages) == 3
         event = {"Records": [{"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
                               "attributes": m["Attributes"], "messageAttributes": {}, "eventSource": "aws:sqs",
-                              "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackQueue",
+                              "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackFifoQueue.fifo",
                               "awsRegion": "us-east-1", "md5OfBody": m["MD5OfBody"]} for m in messages]}
         result = platform.invoke("PostbackFunction", event)
         failing = next(m for m in messages if json.loads(m["Body"])["account_id"] == accounts[1]["account_id"])
@@ -68,11 +69,11 @@ def test_a_message_already_delivered_is_not_sent_twice(platform, monkeypatch):
             "card_expiration": "1230", "transaction_amount": "5.00", "currency": "USD"})
         platform.pump_streams()
         sqs = boto3.client("sqs", region_name="us-east-1")
-        url = platform.refs["PostbackQueue"]
+        url = platform.refs["PostbackFifoQueue"]
         m = sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"][0]
         record = {"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
                   "attributes": {**m["Attributes"]}, "messageAttributes": {}, "eventSource": "aws:sqs",
-                  "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackQueue", "awsRegion": "us-east-1"}
+                  "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackFifoQueue.fifo", "awsRegion": "us-east-1"}
         assert platform.invoke("PostbackFunction", {"Records": [record]}) == {"batchItemFailures": []}
         record["attributes"]["ApproximateReceiveCount"] = "2"  # the same message, received again
         assert platform.invoke("PostbackFunction", {"Records": [record]}) == {"batchItemFailures": []}
@@ -95,7 +96,7 @@ def test_a_postback_sqs_refused_goes_to_the_relay_failure_queue_and_is_redriven(
             "transaction_type": "SALE", "tender_type": "CARD", "card_number": "4242424242424242",
             "card_expiration": "1230", "transaction_amount": "7.00", "currency": "USD"})
         assert status == 200 and sale["transaction_approved"] is True
-        real_queue = platform.refs["PostbackQueue"]
+        real_queue = platform.refs["PostbackFifoQueue"]
         monkeypatch.setenv("POSTBACK_QUEUE_URL", real_queue + "-unavailable")  # SQS answers NonExistentQueue
         reset_settings()
         relay_source = platform.stream_sources[0]
@@ -125,7 +126,7 @@ def test_a_postback_sqs_refused_goes_to_the_relay_failure_queue_and_is_redriven(
         assert json.loads(m["Body"])["transaction_id"] == sale["transaction_id"]
         record = {"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
                   "attributes": m["Attributes"], "messageAttributes": {}, "eventSource": "aws:sqs",
-                  "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackQueue", "awsRegion": "us-east-1"}
+                  "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackFifoQueue.fifo", "awsRegion": "us-east-1"}
         assert platform.invoke("PostbackFunction", {"Records": [record]}) == {"batchItemFailures": []}
         assert len(receiver.delivered("/ok")) == 1
     finally:
@@ -163,7 +164,7 @@ def _receive(platform, n: int) -> list[MessageTypeDef]:
     sqs = boto3.client("sqs", region_name="us-east-1")
     messages: list[MessageTypeDef] = []
     while len(messages) < n:
-        out = sqs.receive_message(QueueUrl=platform.refs["PostbackQueue"], MaxNumberOfMessages=min(10, n - len(messages)),
+        out = sqs.receive_message(QueueUrl=platform.refs["PostbackFifoQueue"], MaxNumberOfMessages=min(10, n - len(messages)),
                                   AttributeNames=["All"]).get("Messages", [])
         if not out:
             break
@@ -174,7 +175,7 @@ def _receive(platform, n: int) -> list[MessageTypeDef]:
 def _event(messages: list[MessageTypeDef]) -> dict:
     return {"Records": [{"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
                          "attributes": dict(m["Attributes"]), "messageAttributes": {}, "eventSource": "aws:sqs",
-                         "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackQueue",
+                         "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackFifoQueue.fifo",
                          "awsRegion": "us-east-1"} for m in messages]}
 
 
@@ -200,9 +201,9 @@ def test_a_delivered_message_costs_at_most_two_aws_calls(platform):
         with AwsCalls() as calls:
             assert platform.invoke("PostbackFunction", _event(messages)) == {"batchItemFailures": []}
         assert len(receiver.delivered("/ok")) == 11
-        # the claim and the finish (the attempt appended to the delivery's item, its state): two conditional
-        # UpdateItems of the one item, nothing else
-        assert dict(calls.by_operation) == {"dynamodb.UpdateItem": 20}
+        # the read before the POST (one consistent GetItem) and the finish after it (ONE conditional UpdateItem:
+        # the attempt appended to the delivery's item, its state), nothing else: no claim (SQS FIFO)
+        assert dict(calls.by_operation) == {"dynamodb.GetItem": 10, "dynamodb.UpdateItem": 10}
         assert calls.total <= 2 * 10
         for m in messages:
             log = _log(platform, account, json.loads(m["Body"])["transaction_id"])
@@ -213,7 +214,8 @@ def test_a_delivered_message_costs_at_most_two_aws_calls(platform):
 
 def test_a_lost_answer_of_the_finish_write_is_not_appended_twice(platform, monkeypatch):
     """The finish (one UpdateItem that appends the attempt to the delivery's item) is applied and its answer lost;
-    the SDK's retry of it is refused by the claim's condition and recognised as this very write (``writer``):
+    the SDK's retry of it is refused by its condition (the attempt is recorded) and recognised as this very write
+    (``writer``):
     the message is acknowledged, the log has the attempt once, and a copy received after it makes no POST."""
     from tests.aws_faults import AwsFaults
 
@@ -223,7 +225,7 @@ def test_a_lost_answer_of_the_finish_write_is_not_appended_twice(platform, monke
         transaction_id = _sale(platform, account)
         [message] = _receive(platform, 1)
         ddb = AwsFaults.install("dynamodb", monkeypatch)
-        ddb.lose_answer("update_item", after=1)  # the claim goes through; the finish's answer is lost
+        ddb.lose_answer("update_item")  # the finish (the one write) is applied, its answer lost
         assert _handler(platform)(_event([message]), None) == {"batchItemFailures": []}
         ddb.clear()
         assert ddb.injected == ["lose:update_item"]
@@ -309,7 +311,10 @@ def test_a_deferral_on_the_last_receive_requeues_a_fresh_copy_and_uses_no_attemp
         assert result == {"batchItemFailures": [{"itemIdentifier": early["MessageId"]}]}
         assert receiver.count("/ok") == 0
         sqs = boto3.client("sqs", region_name="us-east-1")
-        sqs.delete_message(QueueUrl=platform.refs["PostbackQueue"], ReceiptHandle=early["ReceiptHandle"])
+        sqs.delete_message(QueueUrl=platform.refs["PostbackFifoQueue"], ReceiptHandle=early["ReceiptHandle"])
+        # what the event source mapping does with an acknowledged record: SQS FIFO hands out the copy (same
+        # message group) only once the message it replaces is deleted
+        sqs.delete_message(QueueUrl=platform.refs["PostbackFifoQueue"], ReceiptHandle=last["ReceiptHandle"])
         copies = _receive(platform, 2)
         assert [json.loads(c["Body"])["delivery_id"] for c in copies] == [json.loads(last["Body"])["delivery_id"]]
         assert copies[0]["Attributes"]["ApproximateReceiveCount"] == "1"
@@ -342,7 +347,7 @@ def test_attempts_not_receives_decide_the_dead_letter_queue(platform, monkeypatc
         assert [r["headers"]["Vault-Delivery-Attempt"] for r in posts] == [
             str(n) for n in range(1, max_receive_count() + 1)]
         sqs = boto3.client("sqs", region_name="us-east-1")
-        dead = sqs.receive_message(QueueUrl=platform.refs["PostbackDeadLetterQueue"], MaxNumberOfMessages=10,
+        dead = sqs.receive_message(QueueUrl=platform.refs["PostbackFifoDeadLetterQueue"], MaxNumberOfMessages=10,
                                    VisibilityTimeout=0).get("Messages", [])
         assert [json.loads(d["Body"])["delivery_id"] for d in dead] == [json.loads(m["Body"])["delivery_id"]]
         # another copy of it is not POSTed again: its attempts are used up (it joins the DLQ, where a redrive
@@ -353,20 +358,60 @@ def test_attempts_not_receives_decide_the_dead_letter_queue(platform, monkeypatc
         receiver.close()
 
 
-def test_two_copies_of_one_message_are_posted_once(platform):
-    """SQS standard queues may hand out one message twice, even in one batch: the claim's lease lets one through."""
+def test_two_copies_of_one_delivery_in_one_fifo_batch_are_posted_once(platform, frozen_clock):
+    """Two SQS messages of one delivery (the relay's, and a copy with its own deduplication id: an admin's
+    requeue, a send after SQS's 5-minute deduplication interval) are one message group: SQS FIFO may hand both
+    out in one batch, in order. The consumer runs them in order in one worker: the first POSTs, the second reads
+    the delivery ``delivered`` and is acknowledged without a POST."""
+    from vaultcore.postback.message import fifo_ids, fresh_copy
+
     receiver = Receiver()
     try:
-        account = _account_with(platform, receiver.url + "/slow/200")
+        account = _account_with(platform, receiver.url + "/ok")
+        _sale(platform, account)
+        platform.pump_streams()
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = platform.refs["PostbackFifoQueue"]
+        first = sqs.receive_message(QueueUrl=url, AttributeNames=["All"], VisibilityTimeout=0)["Messages"][0]
+        copy = fresh_copy(first["Body"])
+        sqs.send_message(QueueUrl=url, MessageBody=copy, **fifo_ids(copy))
+        batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
+        assert [m["Body"] for m in batch] == [first["Body"], copy]  # one group, in order, one batch
+        assert {m["Attributes"]["MessageGroupId"] for m in batch} == {json.loads(copy)["delivery_id"]}
+        with AwsCalls() as calls:
+            assert _handler(platform)(_event(batch), _Context(30)) == {"batchItemFailures": []}
+        assert len(receiver.delivered("/ok")) == 1
+        assert calls.calls_of("dynamodb.UpdateItem") and len(calls.calls_of("dynamodb.UpdateItem")) == 1
+    finally:
+        receiver.close()
+
+
+def test_a_copy_received_before_its_time_is_given_back_without_a_post_or_a_write(platform, frozen_clock):
+    """FIFO queues take no per-message delay: the sender's fresh copy carries ``not_before``. Received before it,
+    it is given back with the time left as its visibility: no POST, no DynamoDB call, not acknowledged."""
+    from vaultcore.postback.message import fifo_ids, fresh_copy
+
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/ok")
         _sale(platform, account)
         (m,) = _receive(platform, 1)
-        event = _event([m, m])
-        event["Records"][1]["messageId"] = "copy"
-        result = _handler(platform)(event, _Context(30))
-        assert len(receiver.delivered("/slow")) == 1
-        assert len(result["batchItemFailures"]) <= 1  # the copy comes back once the lease is over, then is skipped
-        result = _handler(platform)(_event([m]), _Context(30))
-        assert result == {"batchItemFailures": []} and len(receiver.delivered("/slow")) == 1
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = platform.refs["PostbackFifoQueue"]
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+        copy = fresh_copy(m["Body"], frozen_clock + 120)
+        sqs.send_message(QueueUrl=url, MessageBody=copy, **fifo_ids(copy))
+        (early,) = _receive(platform, 1)
+        with AwsCalls() as calls:
+            result = _handler(platform)(_event([early]), _Context(30))
+        assert result == {"batchItemFailures": [{"itemIdentifier": early["MessageId"]}]}
+        assert receiver.count("/ok") == 0
+        assert not [c for c in calls.by_operation if c.startswith("dynamodb.")]
+        (change,) = calls.calls_of("sqs.ChangeMessageVisibilityBatch")
+        assert change["Entries"][0]["VisibilityTimeout"] == 120
+        clock.set_offset(clock.offset() + 120)  # its time: attempted as attempt 1
+        assert _handler(platform)(_event([early]), _Context(30)) == {"batchItemFailures": []}
+        assert [d["headers"]["Vault-Delivery-Attempt"] for d in receiver.delivered("/ok")] == ["1"]
     finally:
         receiver.close()
 
@@ -399,17 +444,17 @@ def test_the_handler_answers_before_its_timeout_even_with_records_stuck(platform
 
     receiver = Receiver()
     release = threading.Event()
-    real_claim, real_finish = deliveries.claim, deliveries.finish
+    real_read, real_finish = deliveries.read, deliveries.finish
 
-    def claim(message, *args, **kwargs):
+    def read(message, *args, **kwargs):
         if message["account_id"] == before_post["account_id"]:
             release.wait(30)
-        return real_claim(message, *args, **kwargs)
+        return real_read(message, *args, **kwargs)
 
-    def finish(stored, *args, **kwargs):
-        if stored["account_id"] == after_post["account_id"]:
+    def finish(message, *args, **kwargs):
+        if message["account_id"] == after_post["account_id"]:
             release.wait(30)
-        return real_finish(stored, *args, **kwargs)
+        return real_finish(message, *args, **kwargs)
 
     try:
         before_post = _account_with(platform, receiver.url + "/ok/before")
@@ -420,7 +465,7 @@ def test_the_handler_answers_before_its_timeout_even_with_records_stuck(platform
         messages = _receive(platform, 3)
         stuck_id = next(m["MessageId"] for m in messages
                         if json.loads(m["Body"])["account_id"] == before_post["account_id"])
-        monkeypatch.setattr(deliveries, "claim", claim)
+        monkeypatch.setattr(deliveries, "read", read)
         monkeypatch.setattr(deliveries, "finish", finish)
         with AwsCalls() as calls:
             result = _handler(platform)(_event(messages), _Context(7.5))  # answers 2 s before the 7.5 s are up
@@ -439,7 +484,6 @@ def test_the_delivery_log_is_spread_over_shards_and_listed_newest_first(platform
     id), and the listing merges them -- and the items the version before wrote (``MSG#`` and ``ATT#``, the
     unsharded partition of items written before the spread) -- newest delivery first, each delivery's attempts
     newest first; ``limit`` (counting attempts), ``transaction_id`` and ``delivery_id`` keep working."""
-    from vaultcore import clock
     from vaultcore.postback import deliveries
     from vaultcore.settings import settings
 
@@ -451,13 +495,11 @@ def test_the_delivery_log_is_spread_over_shards_and_listed_newest_first(platform
         transaction_id = f"{100000000000 + i}"
         message = {"delivery_id": uuid7(), "account_id": account_id, "transaction_id": transaction_id,
                    "created_at": int(start + i), "response": {}}
-        stored = deliveries.claim(message, 30)
         if i == 39:  # the newest delivery: a failed attempt, then a delivered one
-            deliveries.finish(stored, 1, "failed", 500, 5.0, "HTTP 500", "busy")
-            stored = deliveries.claim(message, 30)
-            deliveries.finish(stored, 2, "delivered", 200, 5.0, None, "ok")
+            deliveries.finish(message, None, 1, "failed", 500, 5.0, "HTTP 500", "busy", "w1")
+            deliveries.finish(message, deliveries.read(message), 2, "delivered", 200, 5.0, None, "ok", "w2")
         else:
-            deliveries.finish(stored, 1, "delivered", 200, 5.0, None, "ok")
+            deliveries.finish(message, None, 1, "delivered", 200, 5.0, None, "ok", "w1")
         written.append((message["delivery_id"], transaction_id))
     client = boto3.client("dynamodb", region_name="us-east-1")
     # the version before's items: a message item with its attempt item, on its shard, and an attempt item written

@@ -60,6 +60,6 @@ def test_template_schedule_and_receive_count_agree():
     schedule = parse_schedule(resources["PostbackFunction"]["Properties"]["Environment"]["Variables"][
         "POSTBACK_RETRY_SCHEDULE"])
     assert schedule == RETRY_SCHEDULE_SECONDS
-    queue = resources["PostbackQueue"]["Properties"]
+    queue = resources["PostbackFifoQueue"]["Properties"]
     assert queue["RedrivePolicy"]["maxReceiveCount"] == len(schedule) + 1
     assert queue["VisibilityTimeout"] >= 6 * resources["PostbackFunction"]["Properties"]["Timeout"]

@@ -315,7 +315,11 @@ def test_the_template_relays_the_deliveries_stream_with_retries_bisection_and_a_
         assert table["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
     assert "GlobalSecondaryIndexes" not in resources["DeliveriesTable"]["Properties"]
     function = resources["PostbackOutboxFunction"]["Properties"]
-    assert sorted(function["Events"]) == ["Deliveries", "Transactions"]
+    assert sorted(function["Events"]) == ["Deliveries", "LegacyPostbacks", "Transactions"]
+    # the forwarder of the standard queue of the release before (one release), acknowledging per record
+    legacy = function["Events"].pop("LegacyPostbacks")
+    assert legacy["Type"] == "SQS" and legacy["Properties"]["Queue"] == {"Fn::GetAtt": ["PostbackQueue", "Arn"]}
+    assert legacy["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     for name, event in function["Events"].items():
         assert event["Type"] == "DynamoDB"
         props = event["Properties"]
@@ -334,3 +338,4 @@ def test_the_template_relays_the_deliveries_stream_with_retries_bisection_and_a_
     # nobody sends to the postback queue from the request path any more
     for name in ("GatewayFunction", "CheckoutFunction"):
         assert "PostbackQueue" not in json.dumps(resources[name]["Properties"].get("Policies")), name
+        assert "PostbackFifoQueue" not in json.dumps(resources[name]["Properties"].get("Policies")), name
