@@ -417,7 +417,9 @@ class Platform:
             # Lambda's event source mapping processes up to five batches of a standard queue at once (more as it
             # scales up): one slow batch does not stop the others.
             # moto's ReceiveMessage takes no lock: two concurrent receives could both get one message, which SQS
-            # does only rarely (the postback sender copes either way); the pollers take turns to receive.
+            # does only rarely on a standard queue and never on a FIFO queue (one message of a group in flight);
+            # the pollers take turns to receive. On a FIFO queue (the postback queue) moto, like SQS, returns no
+            # message of a group that has one in flight, and a batch may hold several of one group, in order.
             source["receive_lock"] = threading.Lock()
             for n in range(SQS_CONCURRENT_BATCHES):
                 threading.Thread(target=self._poll, args=(source,), daemon=True,

@@ -386,6 +386,39 @@ def test_two_copies_of_one_delivery_in_one_fifo_batch_are_posted_once(platform, 
         receiver.close()
 
 
+def test_after_a_failure_the_rest_of_its_message_group_comes_back_with_it(platform, monkeypatch, frozen_clock):
+    """FIFO partial batches: a batch holds a delivery's message and a later copy of it (one group) and another
+    delivery. The first message's attempt fails (500): it and the unprocessed copy after it are reported, both
+    given the retry delay (so the group comes back in order); the other group is delivered and acknowledged."""
+    from vaultcore.postback.message import fifo_ids, fresh_copy
+
+    monkeypatch.setenv("POSTBACK_RETRY_SCHEDULE", "40")
+    receiver = Receiver()
+    try:
+        failing = _account_with(platform, receiver.url + "/flaky/1")
+        fine = _account_with(platform, receiver.url + "/ok")
+        _sale(platform, failing)
+        platform.pump_streams()
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = platform.refs["PostbackFifoQueue"]
+        first = sqs.receive_message(QueueUrl=url, AttributeNames=["All"], VisibilityTimeout=0)["Messages"][0]
+        copy = fresh_copy(first["Body"])
+        sqs.send_message(QueueUrl=url, MessageBody=copy, **fifo_ids(copy))
+        _sale(platform, fine)
+        platform.pump_streams()
+        batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
+        assert len(batch) == 3
+        group = [m["MessageId"] for m in batch if json.loads(m["Body"])["account_id"] == failing["account_id"]]
+        with AwsCalls() as calls:
+            result = _handler(platform)(_event(batch), _Context(30))
+        assert result == {"batchItemFailures": [{"itemIdentifier": i} for i in group]}
+        assert sorted(r["status"] for r in receiver.requests) == [200, 500]  # one POST per group, the copy none
+        (change,) = calls.calls_of("sqs.ChangeMessageVisibilityBatch")
+        assert sorted(e["VisibilityTimeout"] for e in change["Entries"]) == [40, 40]
+    finally:
+        receiver.close()
+
+
 def test_a_copy_received_before_its_time_is_given_back_without_a_post_or_a_write(platform, frozen_clock):
     """FIFO queues take no per-message delay: the sender's fresh copy carries ``not_before``. Received before it,
     it is given back with the time left as its visibility: no POST, no DynamoDB call, not acknowledged."""

@@ -104,7 +104,8 @@ def requeue(request: Request, account_id: str) -> Response:
 def _redrive_relay_failures(sqs: Any) -> int:
     """Queue again the postbacks of every batch the stream relay gave up (its failure queue's records name a
     range of the Deliveries stream, kept 24 hours); returns how many messages were sent. A copy of a postback
-    already queued is harmless: the sender lets one first copy claim it."""
+    already queued is harmless: SQS FIFO deduplicates it, or it waits in its delivery's message group and is
+    skipped once the delivery is recorded."""
     url = os.environ.get("POSTBACK_RELAY_FAILURE_QUEUE_URL", "")
     relayed = 0
     while url:

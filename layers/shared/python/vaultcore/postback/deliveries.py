@@ -60,8 +60,8 @@ from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 
 __all__ = ["outbox_put", "load_message", "record_attempt", "list_attempts", "read", "finish", "mark_delivered",
-           "restart_attempts", "note_deferral", "Finished", "MARKS", "RETENTION_SECONDS", "DELIVERY_SHARDS", "partition",
-           "shard_count", "earlier_shard_counts", "sort_key", "log_entry",
+           "restart_attempts", "note_deferral", "Finished", "MARKS", "RETENTION_SECONDS", "DELIVERY_SHARDS",
+           "partition", "shard_count", "earlier_shard_counts", "sort_key", "log_entry",
            "UNSENT", "pack_message", "message_body"]
 
 RETENTION_SECONDS = 90 * 86400
@@ -316,6 +316,7 @@ def finish(message: dict[str, Any], stored: dict[str, Any] | None, attempt: int,
                 TableName=_table(), Key=_stored_key(message, stored),
                 UpdateExpression=f"SET #s = :status, attempt = :a, last_attempt_at = :now, writer = :w, {_APPEND}, "
                                  f"message = :m, transaction_id = :t, expiresAt = :exp{delivered} "
+                                 # the claim's attributes of a MSG# item of the version before
                                  "REMOVE lease_until, lease_owner, holder",
                 ConditionExpression="attribute_not_exists(attempt_key) OR attempt < :a",
                 ExpressionAttributeNames={"#s": "state"}, ExpressionAttributeValues=to_item(values),

@@ -2,7 +2,7 @@
 X of account A", recorded as a Deliveries ``MSG#`` item (:func:`vaultcore.postback.deliveries.outbox_put`).
 
 From there a webhook delivery is a postback like any other: the table's stream relays the item to the postback
-queue, and the sender claims, POSTs, retries, breaks circuits, dead-letters and logs it. The sender tells a webhook
+queue, and the sender POSTs, retries, breaks circuits, dead-letters and logs it. The sender tells a webhook
 message by its ``webhook_id`` and asks :mod:`vaultcore.webhooks.delivery` for its URL, secrets and body.
 
 Message (the SQS body; no card data: the events carry batch facts only)::
