@@ -96,8 +96,9 @@ _breaker = CircuitBreaker()
 
 @dataclass(frozen=True)
 class Outcome:
-    """``result``: delivered, skipped, requeued (a fresh copy is queued), dead-lettered (sent to the dead-letter
-    queue) — all acknowledged — or failed, deferred (retry later), early (a fresh copy received before its
+    """``result``: delivered, skipped, requeued (a fresh copy is queued), failed-requeued (a failed attempt whose
+    log write failed: a fresh copy that carries it is queued), dead-lettered (sent to the dead-letter queue) — all
+    acknowledged — or failed, deferred (retry later), early (a fresh copy received before its
     ``not_before``), unprocessed (after a record of its message group that was not acknowledged) or error.
 
     ``delay``: the visibility timeout to give the message (seconds), or None to leave it as it is.
@@ -110,7 +111,7 @@ class Outcome:
 
     @property
     def acknowledged(self) -> bool:
-        return self.result in ("delivered", "skipped", "requeued", "dead-lettered")
+        return self.result in ("delivered", "skipped", "requeued", "failed-requeued", "dead-lettered")
 
 
 def reset_caches() -> None:
@@ -323,5 +324,5 @@ def deliver(body: str, receive_count: int, deadline: float,
                               fresh_copy(body, clock.now() + delay if delay > 0 else None, attempted=attempt)):
         # The log does not know this attempt: a fresh copy that says so makes the next one attempt + 1, so no
         # attempt number is POSTed twice (if this send fails too, the number may repeat; nothing is lost).
-        return Outcome("requeued")
+        return Outcome("failed-requeued")
     return _give_back("failed", body, receive_count, delay)
