@@ -16,9 +16,10 @@ against the ``X-Amz-Target`` header of the AWS JSON protocol (``DynamoDB_2012081
   call the client made but that never left it, for a process killed meanwhile.
 
 A rule: ``{"mode": ..., "operations": ["DynamoDB_20120810.PutItem", "PutItem", "DynamoDB_20120810.*"],
-"probability": 0.3, "count": 10, "status": 503, "seconds": 2.0, "code": "...", "table": "DeliveriesTable"}``
-(``operations`` are shell patterns matched against the whole target or its operation part; ``table``, when set,
-must equal the request's ``TableName``; ``count`` limits the rule's injections). The
+"probability": 0.3, "count": 10, "status": 503, "seconds": 2.0, "code": "...", "table": "DeliveriesTable",
+"contains": "list_append"}`` (``operations`` are shell patterns matched against the whole target or its operation
+part; ``table``, when set, must equal the request's ``TableName`` and ``contains`` be in its body, so that one
+write of a table can be told from another; ``count`` limits the rule's injections). The
 first rule that matches a request and fires (its probability drawn, its count not spent) decides.
 
 Control, in process: ``proxy.set_rules([...])``, ``proxy.clear()``, ``proxy.counts`` (``{"<mode> <target>": n}``,
@@ -67,6 +68,7 @@ class Rule:
     seconds: float = 1.0  # delay, reset_after
     code: str | None = None  # throttle / http_5xx: the error code to answer
     table: str | None = None  # only requests whose JSON body names this TableName
+    contains: str | None = None  # only requests whose body contains this text
     injected: int = 0
 
     def __post_init__(self) -> None:
@@ -78,6 +80,8 @@ class Rule:
     def matches(self, target: str, body: bytes = b"") -> bool:
         operation = target.rsplit(".", 1)[-1]
         if not any(fnmatch.fnmatchcase(target, p) or fnmatch.fnmatchcase(operation, p) for p in self.operations):
+            return False
+        if self.contains is not None and self.contains.encode() not in (body or b""):
             return False
         if self.table is None:
             return True
