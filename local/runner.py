@@ -6,7 +6,8 @@
   requests into API Gateway (REST, proxy) events for the handlers the template names;
 - polls SQS for functions with SQS events as an event source mapping would (five batches at once, each filled
   for up to the batching window, partial batch failures, the function's timeout failing the whole batch,
-  visibility timeout; the queue's redrive policy moves exhausted messages to the DLQ);
+  visibility timeout; the queue's redrive policy moves exhausted messages to the DLQ; FIFO queues, such as the
+  postback queue, are created as the template declares them, with a ".fifo" name);
 - seeds demo data and prints the URL and the demo credentials (also written to .local/demo.json).
 
 It runs as the certification environment by default, and it is the only place where http and loopback egress

@@ -10,7 +10,8 @@ Items (partition key attribute ``account_id``, whose value is ``<account_id>#<sh
   ``attempt`` (the real POSTs so far), ``attempts`` (the log: a list of maps ``n``, ``status``, ``http_status``,
   ``duration_ms``, ``error``, ``at`` and, for a non-2xx answer only, ``response_excerpt``, its first 256
   characters redacted; a ``deferred`` or ``abandoned`` entry is no attempt and has no ``n``), ``transaction_id``
-  (the log's filter; a webhook delivery's endpoint id) and ``expiresAt`` (TTL, 90 days);
+  (the log's filter; a webhook delivery's endpoint id), ``webhook_id`` (a webhook delivery's, written with it by
+  :func:`outbox_put`) and ``expiresAt`` (TTL, 90 days);
 - written by the version before: ``MSG#<delivery_id>`` (the same item for delivery ids that are not time-ordered:
   uuid4 postbacks and uuid5 webhook deliveries; an attempt made now is appended to its ``attempts``) and
   ``ATT#<unix ms>#<delivery_id>#<attempt>`` (one attempt each). Both are still read (listing, redelivery) and
@@ -168,7 +169,8 @@ def outbox_put(message: dict[str, Any], writer: str) -> dict[str, Any]:
     item = {"account_id": partition(message["account_id"], message["delivery_id"]),
             "attempt_key": sort_key(str(message["delivery_id"])), "message": pack_message(message),
             "state": UNSENT, "attempt": 0, "transaction_id": str(message.get("transaction_id") or ""),
-            "expiresAt": now + RETENTION_SECONDS, "writer": writer}
+            "expiresAt": now + RETENTION_SECONDS, "writer": writer,
+            **({"webhook_id": str(message["webhook_id"])} if message.get("webhook_id") else {})}
     return {"TableName": _table(), "Item": to_item(item),
             "ConditionExpression": "attribute_not_exists(attempt_key) OR writer = :w",
             "ExpressionAttributeValues": to_item({":w": writer})}
