@@ -450,23 +450,22 @@ def _query_attempts(key_value: str, filters: dict[str, str], limit: int
     if filters.get("transaction_id"):
         conditions.append("transaction_id = :t")
         base["ExpressionAttributeValues"][":t"] = {"S": filters["transaction_id"]}
-    queries = [base]
+    queries: list[tuple[dict[str, Any], list[str]]] = [(base, [])]  # (Query, its own filter conditions)
     delivery_id = filters.get("delivery_id")
     if delivery_id:
         own = {**base, "KeyConditionExpression": "account_id = :a AND attempt_key = :k",
                "ExpressionAttributeValues": {**base["ExpressionAttributeValues"],
                                              ":k": {"S": sort_key(delivery_id)}}}
-        queries = [own]
+        queries = [(own, [])]
         if not ids.is_time_ordered(delivery_id):  # the version before's attempt items of it
-            queries.append({**base, "KeyConditionExpression": "account_id = :a AND begins_with(attempt_key, :p)",
-                            "ExpressionAttributeValues": {**base["ExpressionAttributeValues"],
-                                                          ":p": {"S": "ATT#"}, ":d": {"S": delivery_id}},
-                            "_filter": "delivery_id = :d"})
+            queries.append(({**base, "KeyConditionExpression": "account_id = :a AND begins_with(attempt_key, :p)",
+                             "ExpressionAttributeValues": {**base["ExpressionAttributeValues"],
+                                                           ":p": {"S": "ATT#"}, ":d": {"S": delivery_id}}},
+                            ["delivery_id = :d"]))
     found: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
-    for query in queries:
-        extra = [query.pop("_filter")] if "_filter" in query else []
-        if conditions + extra:
-            query["FilterExpression"] = " AND ".join(conditions + extra)
+    for query, own_conditions in queries:
+        if conditions + own_conditions:
+            query["FilterExpression"] = " AND ".join(conditions + own_conditions)
         found.extend(_read(query, limit))
     return found
 
