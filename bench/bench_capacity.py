@@ -43,6 +43,9 @@ shard count is the default of the template parameter whose name matches the tabl
 * ``kms``: KMS calls a second against the account's symmetric request quota (:data:`KMS_QUOTA`): the warm
   operations' own, and a cold container's unwraps (measured in a warm-up round run in emptied containers) at the
   rate containers miss their key cache (KEY_CACHE_SECONDS; :func:`model`);
+* ``sqs_fifo`` (a design whose postback queue is SQS FIFO): the messages and send requests a second against the
+  high throughput mode's requests per API action (:data:`SQS_FIFO_REQUESTS_PER_SECOND`), the requests as measured
+  and as batched by ten;
 * ``lambda_concurrency``: by Little's law, rate × duration per invocation, and at least rate ÷ 10 per function
   (Lambda serves at most 10 requests a second per unit of concurrency), against the account default (1,000).
   Durations are assumptions (:data:`ASSUMED_SECONDS`, as docs/operators/capacity.md states them): the local
@@ -82,6 +85,12 @@ TABLE_UNITS_DEFAULT = 40_000  # on-demand table-level read and write throughput,
 # https://docs.aws.amazon.com/kms/latest/developerguide/requests-per-second.html
 KMS_QUOTA = 100_000
 LAMBDA_CONCURRENCY_DEFAULT = 1000  # account concurrent executions, default quota
+# Amazon SQS FIFO queues in high throughput mode (the postback queue, issue 29): API requests a second per API action
+# (SendMessage / SendMessageBatch, ReceiveMessage, DeleteMessage), 70,000 in US East (N. Virginia), US West (Oregon)
+# and Europe (Ireland), 19,000 in US East (Ohio) and Europe (Frankfurt), fewer elsewhere; a batch of up to 10
+# messages is one request. Per message group (perMessageGroupId) 300 a second: one group per delivery, 1 to 3
+# messages each. https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-messages.html
+SQS_FIFO_REQUESTS_PER_SECOND = 70_000
 # Warm durations per invocation, assumed (docs/operators/capacity.md): an API request 50 ms (two to four DynamoDB
 # round trips in the Region), a postback delivery 200 ms (it waits on the merchant's receiver).
 ASSUMED_SECONDS = {"PostbackFunction": 0.2}
@@ -645,6 +654,17 @@ def model(instances: list[dict[str, Any]], schemas: dict[str, dict], entities: d
         for x in loads:
             per_table[(x["kind"], x["table"])] += x["units_per_op"]
         kms = sum(v for k, v in calls.items() if k.startswith("kms."))
+        # the messages sent to an SQS FIFO queue (their calls carry a MessageGroupId) and the send requests
+        fifo_messages = fifo_requests = 0.0
+        for inst in insts:
+            for c in inst["calls"]:
+                if c["service"] != "sqs" or c["operation"] not in ("SendMessage", "SendMessageBatch"):
+                    continue
+                entries = c["params"].get("Entries") if c["operation"] == "SendMessageBatch" else [c["params"]]
+                grouped = [e for e in entries or [] if isinstance(e, dict) and e.get("MessageGroupId")]
+                if grouped:
+                    fifo_messages += len(grouped) / n
+                    fifo_requests += 1 / n
         cold_kms = (sum(1 for i in cold[op] for c in i["calls"] if c["service"] == "kms") / len(cold[op])
                     if cold[op] else 0.0)
         entry: dict[str, Any] = {
@@ -693,6 +713,17 @@ def model(instances: list[dict[str, Any]], schemas: dict[str, dict], entities: d
                 kms_share = kms_per_second / KMS_QUOTA
                 shares["kms request rate"] = round(kms_share, 4)
                 shares["lambda concurrency"] = round(concurrency / LAMBDA_CONCURRENCY_DEFAULT, 4)
+                fifo = None
+                if fifo_requests:
+                    # the send requests as measured (one stream record per batch at the bench's rate: the most
+                    # requests a message can cost; under load a relay batch carries up to 10), against the quota
+                    fifo_share = rate * fifo_requests / SQS_FIFO_REQUESTS_PER_SECOND
+                    fifo = {"messages_per_second": round(rate * fifo_messages, 1),
+                            "send_requests_per_second": round(rate * fifo_requests, 1),
+                            "send_requests_batched_per_second": round(rate * fifo_messages / 10, 1),
+                            "quota_requests_per_second": SQS_FIFO_REQUESTS_PER_SECOND,
+                            "share": round(fifo_share, 4)}
+                    shares["sqs fifo send requests"] = round(fifo_share, 4)
                 bottleneck = max(shares.items(), key=lambda kv: kv[1])
                 scenarios[label] = {"hottest_partition": hottest,
                                     "table_throughput": {"table": busiest[0][1], "kind": busiest[0][0],
@@ -703,6 +734,7 @@ def model(instances: list[dict[str, Any]], schemas: dict[str, dict], entities: d
                                     "lambda_concurrency": {"needed": round(concurrency, 1),
                                                            "account_default": LAMBDA_CONCURRENCY_DEFAULT,
                                                            "share": round(concurrency / LAMBDA_CONCURRENCY_DEFAULT, 4)},
+                                    **({"sqs_fifo": fifo} if fifo else {}),
                                     "bottleneck": {"limit": bottleneck[0], "share": bottleneck[1]}}
             entry["rates"][str(rate)] = scenarios
         result[op] = entry

@@ -181,7 +181,7 @@ def measure_delivery(layer: str, endpoint: str) -> dict:
         assert platform.invoke("GatewayFunction", event)["statusCode"] == 200
         if relay is not None:
             relay()
-        messages = sqs.receive_message(QueueUrl=platform.refs["PostbackQueue"], MaxNumberOfMessages=10,
+        messages = sqs.receive_message(QueueUrl=platform.refs["PostbackFifoQueue"], MaxNumberOfMessages=10,
                                        AttributeNames=["All"]).get("Messages", [])
         assert len(messages) == 1, messages
         records = [{"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
@@ -189,7 +189,7 @@ def measure_delivery(layer: str, endpoint: str) -> dict:
                     "awsRegion": "us-east-1"} for m in messages]
         assert platform.invoke("PostbackFunction", {"Records": records}) == {"batchItemFailures": []}
         for m in messages:  # what the event source mapping does with an acknowledged record
-            sqs.delete_message(QueueUrl=platform.refs["PostbackQueue"], ReceiptHandle=m["ReceiptHandle"])
+            sqs.delete_message(QueueUrl=platform.refs["PostbackFifoQueue"], ReceiptHandle=m["ReceiptHandle"])
         if n > 0:  # the first round warms the container's caches
             for table, units in meter.units().items():
                 totals[table] = totals.get(table, 0.0) + units

@@ -76,6 +76,8 @@ def moto_server_platform() -> Iterator[object]:
 def _enqueue(platform, account: dict, n: int) -> None:
     import boto3
 
+    from vaultcore.postback.message import fifo_ids
+
     sqs = boto3.client("sqs", region_name="us-east-1")
     for start in range(0, n, 10):
         entries: list[SendMessageBatchRequestEntryTypeDef] = []
@@ -84,8 +86,9 @@ def _enqueue(platform, account: dict, n: int) -> None:
             message = {"delivery_id": str(uuid.uuid4()), "account_id": account["account_id"], "transaction_id": tx,
                        "created_at": int(time.time()), "response": {"transaction_id": tx, "last4": "4242",
                                                                     "transaction_approved": True}}
-            entries.append({"Id": str(i - start), "MessageBody": json.dumps(message, separators=(",", ":"))})
-        sqs.send_message_batch(QueueUrl=platform.refs["PostbackQueue"], Entries=entries)
+            body = json.dumps(message, separators=(",", ":"))
+            entries.append({"Id": str(i - start), "MessageBody": body, **fifo_ids(body)})  # type: ignore[typeddict-item]
+        sqs.send_message_batch(QueueUrl=platform.refs["PostbackFifoQueue"], Entries=entries)
 
 
 def _batches(platform, size: int):
@@ -93,7 +96,7 @@ def _batches(platform, size: int):
 
     sqs = boto3.client("sqs", region_name="us-east-1")
     while True:
-        out = sqs.receive_message(QueueUrl=platform.refs["PostbackQueue"], MaxNumberOfMessages=size,
+        out = sqs.receive_message(QueueUrl=platform.refs["PostbackFifoQueue"], MaxNumberOfMessages=size,
                                   AttributeNames=["All"]).get("Messages", [])
         if not out:
             return

@@ -244,7 +244,8 @@ def functions_for_event(event: Any, environment: str = "cert") -> list[str]:
                 queue = props.get("Queue")
                 queue_id = queue.get("Fn::GetAtt", [None])[0] if isinstance(queue, dict) else None
                 arns = {str(r.get("eventSourceARN", "")) for r in event["Records"] if isinstance(r, dict)}
-                if queue_id and arns and all(a.rsplit(":", 1)[-1] == queue_id for a in arns):
+                # a FIFO queue's name ends in ".fifo" (the runner's, and CloudFormation's generated names)
+                if queue_id and arns and all(a.rsplit(":", 1)[-1].removesuffix(".fifo") == queue_id for a in arns):
                     found.append(name)
             elif kind == "DynamoDB" and isinstance(event.get("Records"), list) and event["Records"]:
                 # a stream ARN is <table ARN>/stream/<label>; the table's logical id is the table name locally

@@ -6,7 +6,8 @@
   requests into API Gateway (REST, proxy) events for the handlers the template names;
 - polls SQS for functions with SQS events as an event source mapping would (five batches at once, each filled
   for up to the batching window, partial batch failures, the function's timeout failing the whole batch,
-  visibility timeout; the queue's redrive policy moves exhausted messages to the DLQ);
+  visibility timeout; the queue's redrive policy moves exhausted messages to the DLQ; FIFO queues, such as the
+  postback queue, are created as the template declares them, with a ".fifo" name);
 - seeds demo data and prints the URL and the demo credentials (also written to .local/demo.json).
 
 It runs as the certification environment by default, and it is the only place where http and loopback egress
@@ -175,17 +176,25 @@ class Platform:
             # Keys typed Any: the SQS stubs want a Literal of attribute names; these come from the template.
             attributes: dict[Any, str] = {k: str(props[k]) for k in ("VisibilityTimeout", "MessageRetentionPeriod")
                                           if k in props}
+            # SQS FIFO (the postback queue, issue 29): its attributes as the template sets them, and a name ending
+            # in ".fifo" as SQS requires (CloudFormation appends it to the names it generates).
+            fifo = str(props.get("FifoQueue", "")).lower() == "true"
+            if fifo:
+                for k in ("FifoQueue", "ContentBasedDeduplication", "DeduplicationScope", "FifoThroughputLimit"):
+                    if k in props:
+                        attributes[k] = str(props[k]).lower() if isinstance(props[k], bool) else str(props[k])
             if "RedrivePolicy" in props:
                 policy = dict(props["RedrivePolicy"])
                 if self.max_receive_count:  # runner-only override, so tests reach the DLQ quickly
                     policy["maxReceiveCount"] = self.max_receive_count
                 attributes["RedrivePolicy"] = json.dumps(policy)
-            url = self._existing_queue(sqs, name) if self.reuse_resources else None
-            url = url or sqs.create_queue(QueueName=name, Attributes=attributes)["QueueUrl"]
+            queue_name = f"{name}.fifo" if fifo else name
+            url = self._existing_queue(sqs, queue_name) if self.reuse_resources else None
+            url = url or sqs.create_queue(QueueName=queue_name, Attributes=attributes)["QueueUrl"]
             arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
             self.refs[name] = url
             self.attrs[(name, "Arn")] = arn
-            self.attrs[(name, "QueueName")] = name
+            self.attrs[(name, "QueueName")] = queue_name
             self.queue_urls_by_arn[arn] = url
         for name, res in self.resources.items():
             if res["Type"] != "AWS::DynamoDB::Table":
@@ -409,7 +418,9 @@ class Platform:
             # Lambda's event source mapping processes up to five batches of a standard queue at once (more as it
             # scales up): one slow batch does not stop the others.
             # moto's ReceiveMessage takes no lock: two concurrent receives could both get one message, which SQS
-            # does only rarely (the postback sender copes either way); the pollers take turns to receive.
+            # does only rarely on a standard queue and never on a FIFO queue (one message of a group in flight);
+            # the pollers take turns to receive. On a FIFO queue (the postback queue) moto, like SQS, returns no
+            # message of a group that has one in flight, and a batch may hold several of one group, in order.
             source["receive_lock"] = threading.Lock()
             for n in range(SQS_CONCURRENT_BATCHES):
                 threading.Thread(target=self._poll, args=(source,), daemon=True,

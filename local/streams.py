@@ -24,8 +24,8 @@ Like Lambda:
 
 The checkpoint (the last sequence number done, per shard) is kept in memory only: a restarted runner reads its
 streams again from TRIM_HORIZON, so every postback still in the stream is queued a second time. That is safe
-because the postback sender lets only one first copy of a delivery claim it
-(:func:`vaultcore.postback.deliveries.claim`): the copies are acknowledged without a POST. Lambda's own
+because the postback queue is SQS FIFO (one message group per delivery, deduplicated sends) and the sender reads
+the delivery before it POSTs (:mod:`vaultcore.postback.sender`): the copies are acknowledged without a POST. Lambda's own
 checkpoint survives restarts; the difference costs only duplicate SQS messages.
 
 :func:`matches` implements the part of Lambda's filter pattern syntax that templates use: nested objects, a list

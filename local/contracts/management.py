@@ -522,7 +522,7 @@ def build() -> dict[str, Any]:
                                            q("configReferenceID", "query", "Only this configuration's."),
                                            q("limit", "query", "1-100, default 25.", text("[0-9]+")),
                                            q("nextToken", "query", "The previous page's `nextToken`.")])},
-        f"{a}/deliveries": {"get": _op("listDeliveries", "postbacks", "Postback attempts, newest first",
+        f"{a}/deliveries": {"get": _op("listDeliveries", "postbacks", "Postback attempts, newest delivery first",
                                        (200, "The attempts.", obj({"account_id": S, "attempts": _list(
                                            "DeliveryAttempt")}, ("account_id", "attempts"))), params=[
                                            q("transaction_id", "query", "Only this transaction's."),

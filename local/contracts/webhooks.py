@@ -138,7 +138,7 @@ def paths() -> dict[str, Any]:
         one + "/deliveries": {
             "parameters": [account, webhook],
             "get": op("listWebhookDeliveries", one + "/deliveries", "get",
-                      "The endpoint's delivery attempts, newest first",
+                      "The endpoint's delivery attempts, newest delivery first",
                       {"200": response("The attempts (the original's list convention).", ref("WebhookAttempts"),
                                        headers=_PAGING_HEADERS), **_errors(*common, 404, 422)},
                       extension=True, parameters=paging),

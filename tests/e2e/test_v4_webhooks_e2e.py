@@ -251,10 +251,11 @@ def stack(tmp_path_factory: Any) -> Any:
 
 
 def test_lost_relay_answers_and_failing_log_writes_zero_lost_zero_duplicated(stack: Any) -> None:
-    """tests/faults/delivery_scenarios.py placement 4 with webhook endpoints: the relay's SendMessageBatch is
-    applied and its answer lost (two copies of each delivery on the queue), and every delivery-log BatchWriteItem
-    after a POST answers 500; then the copies come back after the first copy's lease."""
-    from tests.faults.delivery_scenarios import LEASE_SECONDS
+    """tests/faults/delivery_scenarios.py placement 4 with webhook endpoints, on the SQS FIFO postback queue: the
+    relay's SendMessageBatch is applied and its answer lost (each delivery sent twice with one deduplication id),
+    and every delivery-log write after a POST (the Deliveries UpdateItem that appends the attempt) answers 500;
+    then anything left is given time to come back."""
+    from tests.faults.delivery_scenarios import LEASE_SECONDS, LOG_WRITE_FAILS
     from tests.faults.harness import admin as stack_admin
     from tests.faults.harness import http
 
@@ -269,10 +270,9 @@ def test_lost_relay_answers_and_failing_log_writes_zero_lost_zero_duplicated(sta
                                      .encode(), auth)
         assert status == 201, (raw, error)
     stack.proxy.clear(counts=True)
-    log_write_fails = {"mode": "http_5xx", "operations": ["DynamoDB_20120810.BatchWriteItem"]}
     settlements = 2
     for n in range(settlements):
-        stack.proxy.set_rules([log_write_fails, {"mode": "lost_answer", "operations": ["AmazonSQS.SendMessageBatch"],
+        stack.proxy.set_rules([LOG_WRITE_FAILS, {"mode": "lost_answer", "operations": ["AmazonSQS.SendMessageBatch"],
                                                  "count": 1}])
         form = {"account_id": account["account_id"], "api_accesskey": account["api_accesskey"],
                 "response_format": "JSON", "transaction_type": "SETTLE-BATCH", "currency": "USD"}
@@ -280,7 +280,7 @@ def test_lost_relay_answers_and_failing_log_writes_zero_lost_zero_duplicated(sta
                                      {"Content-Type": "application/json"})
         assert status == 200 and json.loads(raw)["error"] is False, (raw, error)
         wait_until(lambda n=n: stack.proxy.counts.get("lost_answer AmazonSQS.SendMessageBatch", 0) >= n + 1, 20)
-    stack.proxy.set_rules([log_write_fails])
+    stack.proxy.set_rules([LOG_WRITE_FAILS])
 
     def posts() -> list[dict[str, Any]]:
         with stack.receiver.lock:
@@ -290,8 +290,8 @@ def test_lost_relay_answers_and_failing_log_writes_zero_lost_zero_duplicated(sta
     time.sleep(5)  # the log writes' own retries of the last one
     stack.proxy.clear()
     copies = stack.proxy.counts.get("lost_answer AmazonSQS.SendMessageBatch", 0)
-    failed_writes = stack.proxy.counts.get("http_5xx DynamoDB_20120810.BatchWriteItem", 0)
-    time.sleep(LEASE_SECONDS + 12)  # every copy comes back after the first one's lease: none may POST again
+    failed_writes = stack.proxy.counts.get("http_5xx DynamoDB_20120810.UpdateItem", 0)
+    time.sleep(LEASE_SECONDS + 12)  # anything still in the queue comes back meanwhile: none may POST again
     requests = posts()
     ok = Counter(r["headers"]["Vault-Delivery-Id"] for r in requests if r["status"] == 200)
     per_attempt = Counter((r["headers"]["Vault-Delivery-Id"], r["headers"]["Vault-Delivery-Attempt"])

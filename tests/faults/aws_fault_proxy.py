@@ -16,8 +16,10 @@ against the ``X-Amz-Target`` header of the AWS JSON protocol (``DynamoDB_2012081
   call the client made but that never left it, for a process killed meanwhile.
 
 A rule: ``{"mode": ..., "operations": ["DynamoDB_20120810.PutItem", "PutItem", "DynamoDB_20120810.*"],
-"probability": 0.3, "count": 10, "status": 503, "seconds": 2.0, "code": "..."}`` (``operations`` are shell
-patterns matched against the whole target or its operation part; ``count`` limits the rule's injections). The
+"probability": 0.3, "count": 10, "status": 503, "seconds": 2.0, "code": "...", "table": "DeliveriesTable",
+"contains": "list_append"}`` (``operations`` are shell patterns matched against the whole target or its operation
+part; ``table``, when set, must equal the request's ``TableName`` and ``contains`` be in its body, so that one
+write of a table can be told from another; ``count`` limits the rule's injections). The
 first rule that matches a request and fires (its probability drawn, its count not spent) decides.
 
 Control, in process: ``proxy.set_rules([...])``, ``proxy.clear()``, ``proxy.counts`` (``{"<mode> <target>": n}``,
@@ -65,6 +67,8 @@ class Rule:
     status: int = 500  # http_5xx: 500 or 503
     seconds: float = 1.0  # delay, reset_after
     code: str | None = None  # throttle / http_5xx: the error code to answer
+    table: str | None = None  # only requests whose JSON body names this TableName
+    contains: str | None = None  # only requests whose body contains this text
     injected: int = 0
 
     def __post_init__(self) -> None:
@@ -73,9 +77,18 @@ class Rule:
         if isinstance(self.operations, str):
             self.operations = [self.operations]
 
-    def matches(self, target: str) -> bool:
+    def matches(self, target: str, body: bytes = b"") -> bool:
         operation = target.rsplit(".", 1)[-1]
-        return any(fnmatch.fnmatchcase(target, p) or fnmatch.fnmatchcase(operation, p) for p in self.operations)
+        if not any(fnmatch.fnmatchcase(target, p) or fnmatch.fnmatchcase(operation, p) for p in self.operations):
+            return False
+        if self.contains is not None and self.contains.encode() not in (body or b""):
+            return False
+        if self.table is None:
+            return True
+        try:
+            return isinstance(request := json.loads(body or b"{}"), dict) and request.get("TableName") == self.table
+        except ValueError:
+            return False
 
     @classmethod
     def of(cls, value: Rule | dict[str, Any]) -> Rule:
@@ -196,10 +209,10 @@ class FaultProxy:
             total += n
         return total
 
-    def _decide(self, target: str) -> Rule | None:
+    def _decide(self, target: str, body: bytes = b"") -> Rule | None:
         with self._lock:
             for rule in self._rules:
-                if not rule.matches(target):
+                if not rule.matches(target, body):
                     continue
                 if rule.count is not None and rule.injected >= rule.count:
                     continue
@@ -312,7 +325,7 @@ class FaultProxy:
                 if self.path.split("?", 1)[0] == CONTROL_PATH:
                     return self._control(body)
                 target = self.headers.get("X-Amz-Target") or ""
-                rule = proxy._decide(target)
+                rule = proxy._decide(target, body)
                 if rule is not None and rule.mode == "reset_before":
                     return self._drop(reset=True)
                 if rule is not None and rule.mode in ("http_5xx", "throttle"):

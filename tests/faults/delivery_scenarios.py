@@ -1,11 +1,13 @@
 """Issue 28, placements 4, 7 and 8 as fault scenarios on the harness's stack (tests/faults/harness.py): the
 short form is ``tests/e2e/test_faults_delivery_e2e.py``, the long form ``python -m bench.bench_faults``.
 
-* :func:`delivery_copies_log_write_failing` (placement 4): keyed SALEs, each with the stream relay's
-  SendMessageBatch answer lost once (two copies of each postback on the queue), while every BatchWriteItem -- the delivery-log write after
-  each POST -- answers 500, until every postback has been answered 2xx once; then the copies are left to come
-  back after the first copy's lease. Invariant (harness): one 2xx per delivery id, no (delivery id, attempt)
-  pair POSTed twice.
+* :func:`delivery_copies_log_write_failing` (placement 4), on the SQS FIFO postback queue (issue 29): keyed SALEs,
+  each with the stream relay's SendMessageBatch answer lost once (the postback sent twice with one deduplication
+  id: queued once by SQS; a copy queued later waits in the delivery's message group), while every delivery-log
+  write after a POST -- the Deliveries UpdateItem that appends the attempt (``list_append``) -- answers 500, until
+  every postback has been answered 2xx once; then anything left is given time to come back (the queue's visibility
+  timeout in the harness). The sender's second write, "delivered" alone, is not failed (as before: the fault is
+  the log write). Invariant (harness): one 2xx per delivery id, no (delivery id, attempt) pair POSTed twice.
 * :func:`reads_with_lost_claim_answers` (placement 7): bfids tokenized with ``?omit=1``, then one keyed
   ``read`` per bfid -- the first one with every answer of its claim lost (the claim applied, a 500 after the
   client's retries), the others while 60% of UpdateItem answers are lost -- each retried with its
@@ -33,23 +35,27 @@ from typing import Any
 from tests.faults.harness import CARD, Answer, Scenario, Stack, http, sign
 
 __all__ = ["delivery_copies_log_write_failing", "reads_with_lost_claim_answers", "paging_at_the_clients_pace",
-           "LEASE_SECONDS"]
+           "LEASE_SECONDS", "LOG_WRITE_FAILS"]
 
-#: How long a postback copy's claim is leased in the runner (the postback function's 30 s timeout, plus 1 s): a
-#: second copy is attempted, if ever, after that.
+#: How long the scenario waits for a copy to come back: the postback function's 30 s timeout, plus 1 s (SQS FIFO
+#: hands out another message of a delivery only once the one in flight is deleted or visible again).
 LEASE_SECONDS = 31.0
 
 
 # ------------------------------------------------------------------------------------------------ placement 4
+#: The delivery-log write after each POST: the Deliveries UpdateItem that appends the attempt to the delivery's log.
+LOG_WRITE_FAILS: dict[str, Any] = {"mode": "http_5xx", "operations": ["DynamoDB_20120810.UpdateItem"],
+                                   "table": "DeliveriesTable", "contains": "list_append"}
+
+
 def delivery_copies_log_write_failing(stack: Stack, sales: int = 4, settle_seconds: float = LEASE_SECONDS + 12,
                                       postback_wait: float = 60.0) -> tuple[Scenario, dict[str, list[str]]]:
     sc = Scenario(stack, "delivery-copies")
     sc.account = stack.account(sc.postback_path)
     stack.proxy.clear(counts=True)
-    log_write_fails = {"mode": "http_5xx", "operations": ["DynamoDB_20120810.BatchWriteItem"]}
     keys = [f"{sc.name}-{i:04d}-{secrets.token_hex(3)}" for i in range(sales)]
-    for key in keys:  # the relay's send of each SALE's postback loses its answer once: its retry queues a copy
-        stack.proxy.set_rules([log_write_fails, {"mode": "lost_answer",
+    for key in keys:  # the relay's send of each SALE's postback loses its answer once: its retry sends it again
+        stack.proxy.set_rules([LOG_WRITE_FAILS, {"mode": "lost_answer",
                                                  "operations": ["AmazonSQS.SendMessageBatch"], "count": 1}])
         sc.sale(key, "copies")
         deadline = time.monotonic() + 10
@@ -58,12 +64,12 @@ def delivery_copies_log_write_failing(stack: Stack, sales: int = 4, settle_secon
             time.sleep(0.05)
     # the delivery-log writes keep failing until each postback has been answered 2xx once, and a little longer
     # (the write's own retries of the last one)
-    stack.proxy.set_rules([log_write_fails])
+    stack.proxy.set_rules([LOG_WRITE_FAILS])
     sc.wait_postbacks(postback_wait, settle=5.0)
     stack.proxy.clear()
     sc.notes["copies_queued"] = stack.proxy.counts.get("lost_answer AmazonSQS.SendMessageBatch", 0)
-    sc.notes["log_writes_failed"] = stack.proxy.counts.get("http_5xx DynamoDB_20120810.BatchWriteItem", 0)
-    time.sleep(settle_seconds)  # every copy comes back after the first one's lease: none may POST again
+    sc.notes["log_writes_failed"] = stack.proxy.counts.get("http_5xx DynamoDB_20120810.UpdateItem", 0)
+    time.sleep(settle_seconds)  # anything still in the queue comes back meanwhile: none may POST again
     snapshot = sc.charged_snapshot()
     return sc, sc.check(snapshot=snapshot)
 

@@ -182,12 +182,14 @@ class Stack:
 
     @staticmethod
     def _postback_queues(sqs: Any, visibility_timeout: int) -> None:
-        """template.yaml's PostbackQueue and its DLQ, but for the visibility timeout."""
-        dlq = sqs.create_queue(QueueName="PostbackDeadLetterQueue",
-                               Attributes={"MessageRetentionPeriod": "1209600"})["QueueUrl"]
+        """template.yaml's PostbackFifoQueue and its DLQ (SQS FIFO, as the runner names them), but for the
+        visibility timeout."""
+        fifo = {"FifoQueue": "true", "ContentBasedDeduplication": "false", "DeduplicationScope": "messageGroup",
+                "FifoThroughputLimit": "perMessageGroupId", "MessageRetentionPeriod": "1209600"}
+        dlq = sqs.create_queue(QueueName="PostbackFifoDeadLetterQueue.fifo", Attributes=fifo)["QueueUrl"]
         arn = sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
-        sqs.create_queue(QueueName="PostbackQueue", Attributes={
-            "VisibilityTimeout": str(visibility_timeout), "MessageRetentionPeriod": "1209600",
+        sqs.create_queue(QueueName="PostbackFifoQueue.fifo", Attributes={
+            **fifo, "VisibilityTimeout": str(visibility_timeout),
             "RedrivePolicy": json.dumps({"deadLetterTargetArn": arn, "maxReceiveCount": 12})})
 
     def runner_command(self) -> list[str]:

@@ -312,7 +312,10 @@ def test_a_signed_request_whose_nonce_answer_is_lost_is_not_a_replay(platform, f
 
 
 # ------------------------------------------------------------------------------------------------ postbacks
-def test_a_delivery_claim_whose_answer_is_lost_is_still_attempt_one(platform, faults):
+def test_a_delivery_write_whose_answer_is_lost_is_still_attempt_one(platform, faults):
+    """The one Deliveries write after the POST (issue 29: no claim before it on the SQS FIFO queue) is applied and
+    its answer lost: its SDK retry is recognised as itself, the delivery is recorded as attempt 1, delivered, and a
+    second copy is not POSTed."""
     receiver = Receiver()
     try:
         account = _account(platform, receiver.url + "/ok")
@@ -321,7 +324,7 @@ def test_a_delivery_claim_whose_answer_is_lost_is_still_attempt_one(platform, fa
         wrapper = faults({"update_item", "batch_write_item"})
         record = {"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
                   "attributes": m["Attributes"], "messageAttributes": {}, "eventSource": "aws:sqs",
-                  "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackQueue", "awsRegion": "us-east-1"}
+                  "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackFifoQueue.fifo", "awsRegion": "us-east-1"}
         assert platform.invoke("PostbackFunction", {"Records": [record]}) == {"batchItemFailures": []}
         assert "update_item" in wrapper.faults
         (delivered,) = receiver.delivered("/ok")

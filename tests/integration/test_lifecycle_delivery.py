@@ -101,7 +101,7 @@ def _copies(platform, n: int) -> list[dict]:
                                   AttributeNames=["All"]).get("Messages", [])
         records += [{"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
                      "attributes": dict(m["Attributes"]), "messageAttributes": {}, "eventSource": "aws:sqs",
-                     "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackQueue",
+                     "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackFifoQueue.fifo",
                      "awsRegion": "us-east-1"} for m in out]
         if len(records) >= n:
             break
@@ -114,11 +114,22 @@ def _posts(receiver: Receiver, delivery_id: str) -> list[tuple[str, int]]:
             if r["headers"].get("Vault-Delivery-Id") == delivery_id]
 
 
-def test_a_second_copy_is_not_posted_when_the_delivery_log_write_fails(platform, monkeypatch):
-    """Issue 28 placement 4: a lost SendMessageBatch answer (the stream relay's) queues two copies of one postback; the receiver answers the
-    first copy 200 and every delivery-log write after that POST fails. The second copy's claim fails: one POST.
-    And a copy whose attempt failed (500) with its log write failing too is not lost: its own message, back
-    after its lease, makes attempt 2, while the other copy is refused."""
+def _later_copy(record: dict, dedup: str) -> None:
+    """What a send of the same delivery after SQS's 5-minute deduplication interval queues (a relay batch retried
+    late, a runner restarted onto its stream): the same body, the same message group, a deduplication id SQS no
+    longer remembers."""
+    message = json.loads(record["body"])
+    boto3.client("sqs", region_name="us-east-1").send_message(
+        QueueUrl=settings().postback_queue_url, MessageBody=record["body"], MessageGroupId=message["delivery_id"],
+        MessageDeduplicationId=dedup)
+
+
+def test_a_lost_relay_answer_queues_one_message_and_a_failed_log_write_repeats_no_attempt(platform, monkeypatch):
+    """Issue 28 placement 4, on the SQS FIFO postback queue (issue 29): a lost SendMessageBatch answer (the stream
+    relay's) sends one postback twice with one deduplication id: one message. The receiver answers it 200 and
+    every delivery-log write after that POST fails: one POST, acknowledged. A copy whose attempt failed (500) with
+    its log write failing too is not lost: a fresh copy that carries the attempt made is queued (``attempted``),
+    and makes attempt 2, once; a copy queued later still is skipped."""
     receiver = Receiver()
     try:
         ok_account = _account(platform, postback_url=receiver.url + "/ok")
@@ -129,49 +140,47 @@ def test_a_second_copy_is_not_posted_when_the_delivery_log_write_fails(platform,
         for account, path in ((ok_account, "/ok"), (flaky_account, "/flaky/1")):
             gw = Gateway(platform, account)
             assert gw.card()["transaction_approved"] is True
-            sqs.lose_answer("send_message_batch")  # the stream relay's send is applied twice: two copies
-            first, second = _copies(platform, 2)
+            sqs.lose_answer("send_message_batch")  # the stream relay's send is applied twice: deduplicated
+            (first,) = _copies(platform, 1)
+            assert "lose:send_message_batch" in sqs.injected
             sqs.clear()
-            assert first["body"] == second["body"] and first["messageId"] != second["messageId"]
             delivery_id = json.loads(first["body"])["delivery_id"]
-            # the claim (the first UpdateItem) goes through; every Deliveries write after the POST fails
-            ddb.fail("update_item", after=1)
-            ddb.fail("batch_write_item")
-            ddb.fail("put_item")
+            ddb.fail("update_item")  # every Deliveries write after the POST fails (finish, mark_delivered)
             out = handler({"Records": [first]}, _Context(30))
             ddb.clear()
-            clock.set_offset(clock.offset() + 600)  # long after the first copy's lease
-            assert handler({"Records": [second]}, _Context(30)) == {"batchItemFailures": []}  # refused, acknowledged
+            assert out == {"batchItemFailures": []}  # acknowledged either way
+            _delete(first)  # as the event source mapping does
             if path == "/ok":
-                assert out == {"batchItemFailures": []}
                 assert _posts(receiver, delivery_id) == [("1", 200)]
-                # the claim stays the first message's; a deferral of the other copy cannot reopen it either
-                from vaultcore.postback import deliveries
-
-                message = json.loads(second["body"])
-                stored = deliveries.load_message(message["account_id"], delivery_id)
-                assert stored is not None and (stored["state"], stored["holder"]) == ("sending", first["messageId"])
-                with pytest.raises(deliveries.Claimed) as claimed:
-                    deliveries.note_deferral(message, "circuit open", holder=second["messageId"])
-                assert claimed.value.reason == "copy"  # a duplicate of the relay's: never the holder
             else:
-                assert out == {"batchItemFailures": [{"itemIdentifier": first["messageId"]}]}
                 assert _posts(receiver, delivery_id) == [("1", 500)]
-                # the first copy's own message comes back (SQS): attempt 2, delivered once
-                assert handler({"Records": [first]}, _Context(30)) == {"batchItemFailures": []}
+                clock.set_offset(clock.offset() + 600)  # past the retry schedule's delay
+                (fresh,) = _copies(platform, 1)  # the fresh copy, attempted 1
+                assert json.loads(fresh["body"])["attempted"] == 1
+                assert handler({"Records": [fresh]}, _Context(30)) == {"batchItemFailures": []}
+                _delete(fresh)
                 assert _posts(receiver, delivery_id) == [("1", 500), ("2", 200)]
-                assert handler({"Records": [second]}, _Context(30)) == {"batchItemFailures": []}
+                _later_copy(first, "later")
+                (later,) = _copies(platform, 1)
+                assert handler({"Records": [later]}, _Context(30)) == {"batchItemFailures": []}  # delivered: skipped
+                _delete(later)
                 assert _posts(receiver, delivery_id) == [("1", 500), ("2", 200)]
-        assert "fail:batch_write_item" in ddb.injected
+        assert ddb.injected.count("fail:update_item") >= 3  # each finish, and the "delivered" fallback
     finally:
         receiver.close()
 
 
+def _delete(record: dict) -> None:
+    boto3.client("sqs", region_name="us-east-1").delete_message(QueueUrl=settings().postback_queue_url,
+                                                                ReceiptHandle=record["receiptHandle"])
+
+
 def test_a_relay_duplicate_after_a_failed_attempt_makes_no_extra_attempt(platform, monkeypatch):
     """The stream relay's SendMessageBatch is applied but answers an error: the event source mapping retries the
-    batch and queues a second copy. The first copy's attempt 1 fails (500, recorded); the duplicate, received
-    before the first copy comes back, is acknowledged without a POST (the claim admits a first copy only while
-    nobody has claimed the delivery); the first copy's own message makes attempt 2. One POST per attempt."""
+    batch and sends the postback again, with the same deduplication id: SQS FIFO queues it once. Attempt 1 fails
+    (500, recorded); a copy queued later (past the deduplication interval) waits while the message is in flight
+    (one message group per delivery: never two attempts of it at once); the message makes attempt 2, and the copy,
+    handed out after it, is acknowledged without a POST. One POST per attempt."""
     receiver = Receiver()
     try:
         account = _account(platform, postback_url=receiver.url + "/flaky/1")
@@ -179,19 +188,23 @@ def test_a_relay_duplicate_after_a_failed_attempt_makes_no_extra_attempt(platfor
         handler = platform.modules["PostbackFunction"].lambda_handler
         assert Gateway(platform, account).card()["transaction_approved"] is True
         sqs.drop_answer("send_message_batch")  # applied; the relay reports the record failed; retried
-        first, second = _copies(platform, 2)
+        (first,) = _copies(platform, 1)
         assert sqs.injected == ["drop:send_message_batch"]
-        assert first["body"] == second["body"] and first["messageId"] != second["messageId"]
         delivery_id = json.loads(first["body"])["delivery_id"]
+        _later_copy(first, "later")  # a copy of the same delivery, while the first is in flight
+        plain = boto3.client("sqs", region_name="us-east-1")
+        assert plain.receive_message(QueueUrl=settings().postback_queue_url, MaxNumberOfMessages=10,
+                                     WaitTimeSeconds=0).get("Messages", []) == []  # its group is held
         assert handler({"Records": [first]}, _Context(30)) == {"batchItemFailures": [
             {"itemIdentifier": first["messageId"]}]}
         assert _posts(receiver, delivery_id) == [("1", 500)]
         clock.set_offset(clock.offset() + 600)  # past the retry schedule's delay
-        assert handler({"Records": [second]}, _Context(30)) == {"batchItemFailures": []}  # skipped, no POST
-        assert _posts(receiver, delivery_id) == [("1", 500)]
-        assert handler({"Records": [first]}, _Context(30)) == {"batchItemFailures": []}
+        assert handler({"Records": [first]}, _Context(30)) == {"batchItemFailures": []}  # the same message, back
         assert _posts(receiver, delivery_id) == [("1", 500), ("2", 200)]
-        assert handler({"Records": [second]}, _Context(30)) == {"batchItemFailures": []}  # delivered: skipped
+        _delete(first)
+        (later,) = _copies(platform, 1)
+        assert later["body"] == first["body"] and later["messageId"] != first["messageId"]
+        assert handler({"Records": [later]}, _Context(30)) == {"batchItemFailures": []}  # delivered: skipped
         assert _posts(receiver, delivery_id) == [("1", 500), ("2", 200)]
     finally:
         receiver.close()
@@ -243,10 +256,12 @@ def test_a_read_whose_answer_was_lost_is_recovered_by_its_caller_only(platform, 
     assert (status, late.get("errCode")) == (409, 3011), late
 
 
-def test_the_claim_admits_one_first_copy_its_own_returns_and_a_requeued_copy(platform, monkeypatch):
-    """The conditional write behind "a relay duplicate is a no-op", on the delivery item itself (moto): of two
-    first copies (two SQS messages of the relay) only the one that claims first ever claims; its own message
-    claims again after a failure; the sender's requeued copy (``requeued``) takes over; a redrive resets it."""
+def test_the_outcome_write_numbers_each_attempt_once(platform, monkeypatch):
+    """The conditional write behind "one POST per attempt", on the delivery item itself (moto): the first outcome
+    creates the item (the Transactions stream is the outbox: nothing exists before); an attempt number already
+    recorded is refused to any other writer, and the same writer's retry (a lost answer) is not appended twice; a
+    redrive resets the count; the message is stored deflated (the item stays under 1 KB)."""
+    from vaultcore.errors import DependencyError
     from vaultcore.postback import deliveries
 
     receiver = Receiver()
@@ -255,28 +270,25 @@ def test_the_claim_admits_one_first_copy_its_own_returns_and_a_requeued_copy(pla
         assert Gateway(platform, account).card()["transaction_approved"] is True
         (record,) = _copies(platform, 1)
         message = json.loads(record["body"])
-        stored = deliveries.load_message(message["account_id"], message["delivery_id"])
-        # issue 29: the Transactions stream is the outbox; the delivery item is created by the first claim
-        assert stored is None
-        first = deliveries.claim(message, 30, holder="sqs-a")
-        assert first["attempt"] == 1 and first["holder"] == "sqs-a"
-        deliveries.finish(first, 1, "failed", 500, 3.0, "HTTP 500", "")
-        with pytest.raises(deliveries.Claimed) as refused:
-            deliveries.claim(message, 30, holder="sqs-b")  # the relay's duplicate: no attempt 2 from it
-        assert refused.value.reason == "copy"
-        with pytest.raises(deliveries.Claimed):
-            deliveries.note_deferral(message, "circuit open", holder="sqs-b")  # nor a deferral entry
-        again = deliveries.claim(message, 30, holder="sqs-a")  # the first copy's own message, back
-        assert again["attempt"] == 2
-        deliveries.finish(again, 2, "failed", 500, 3.0, "HTTP 500", "")
-        requeued = deliveries.claim({**message, "requeued": 1}, 30, holder="sqs-c")  # its fresh copy
-        assert requeued["attempt"] == 3 and requeued["holder"] == "sqs-c"
-        deliveries.finish(requeued, 3, "dead-lettered", 500, 3.0, "HTTP 500", "")
+        assert deliveries.read(message) is None  # issue 29: the delivery item is created by the first outcome
+        deliveries.finish(message, None, 1, "failed", 500, 3.0, "HTTP 500", "", "writer-a")
+        deliveries.finish(message, None, 1, "failed", 500, 3.0, "HTTP 500", "", "writer-a")  # its SDK retry
+        with pytest.raises(DependencyError):  # another writer of attempt 1: refused
+            deliveries.finish(message, None, 1, "failed", 500, 3.0, "HTTP 500", "", "writer-b")
+        stored = deliveries.read(message)
+        assert stored["attempt"] == 1 and len(stored["attempts"]) == 1
+        deliveries.finish(message, stored, 2, "dead-lettered", 500, 3.0, "HTTP 500", "", "writer-c")
+        with pytest.raises(deliveries.Finished):  # a deferral of a dead-lettered delivery: refused
+            deliveries.note_deferral(message, "circuit open")
         deliveries.restart_attempts(record["body"])  # the operator's redrive of the dead-lettered message
-        redriven = deliveries.claim(message, 30, holder="sqs-d")
-        assert redriven["attempt"] == 1 and redriven["holder"] == "sqs-d"
+        stored = deliveries.read(message)
+        assert (stored["state"], stored["attempt"]) == ("pending", 0)
+        deliveries.finish(message, stored, 1, "delivered", 200, 3.0, None, "ok", "writer-d")
         stored = deliveries.load_message(message["account_id"], message["delivery_id"])
         assert isinstance(stored["message"], bytes)  # deflated: the item stays under 1 KB
         assert json.loads(deliveries.message_body(stored)) == message
+        assert [(a["attempt"], a["status"]) for a in deliveries.list_attempts(
+            message["account_id"], delivery_id=message["delivery_id"])] == [(1, "delivered"), (2, "dead-lettered"),
+                                                                            (1, "failed")]
     finally:
         receiver.close()

@@ -82,7 +82,7 @@ def test_a_postback_batch_counts_deliveries_and_dead_letters(platform, capsys, m
         sqs = boto3.client("sqs", region_name="us-east-1")
         messages = []
         while len(messages) < 2:
-            got = sqs.receive_message(QueueUrl=platform.refs["PostbackQueue"], MaxNumberOfMessages=2,
+            got = sqs.receive_message(QueueUrl=platform.refs["PostbackFifoQueue"], MaxNumberOfMessages=2,
                                       AttributeNames=["All"]).get("Messages", [])
             assert got
             messages += got
@@ -90,14 +90,14 @@ def test_a_postback_batch_counts_deliveries_and_dead_letters(platform, capsys, m
                     "attributes": {**m["Attributes"], "ApproximateReceiveCount": str(max_receive_count())},
                     "messageAttributes": {}, "eventSource": "aws:sqs"} for m in messages]
         # Attempts are counted by the delivery log (issue 18): both messages have had all but their last attempt.
-        from vaultcore.postback.deliveries import partition
+        from vaultcore.postback.deliveries import partition, sort_key
         from vaultcore.settings import settings
 
         for m in messages:
             body = json.loads(m["Body"])
             boto3.client("dynamodb", region_name="us-east-1").put_item(TableName=settings().deliveries_table, Item={
                 "account_id": {"S": partition(body["account_id"], body["delivery_id"])},
-                "attempt_key": {"S": f"MSG#{body['delivery_id']}"}, "state": {"S": "failed"},
+                "attempt_key": {"S": sort_key(body["delivery_id"])}, "state": {"S": "failed"},
                 "attempt": {"N": str(max_receive_count() - 1)}, "message": {"S": m["Body"]},
                 "holder": {"S": m["MessageId"]}})  # made by this message: a relay duplicate would be skipped
         metrics.discard()

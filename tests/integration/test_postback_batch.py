@@ -11,6 +11,8 @@ import boto3
 from tests.aws_calls import AwsCalls
 from tests.helpers import admin, call
 from tests.postback_receiver import Receiver
+from vaultcore import clock
+from vaultcore.ids import uuid7
 
 if TYPE_CHECKING:
     from mypy_boto3_sqs.type_defs import MessageTypeDef
@@ -34,12 +36,12 @@ def test_one_failing_record_is_retried_and_the_others_are_not(platform, monkeypa
             assert body["transaction_approved"] is True, body
         assert platform.pump_streams() == 3  # the Deliveries stream relay queues the three postbacks
         sqs = boto3.client("sqs", region_name="us-east-1")
-        url = platform.refs["PostbackQueue"]
+        url = platform.refs["PostbackFifoQueue"]
         messages = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
         assert len(messages) == 3
         event = {"Records": [{"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
                               "attributes": m["Attributes"], "messageAttributes": {}, "eventSource": "aws:sqs",
-                              "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackQueue",
+                              "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackFifoQueue.fifo",
                               "awsRegion": "us-east-1", "md5OfBody": m["MD5OfBody"]} for m in messages]}
         result = platform.invoke("PostbackFunction", event)
         failing = next(m for m in messages if json.loads(m["Body"])["account_id"] == accounts[1]["account_id"])
@@ -67,11 +69,11 @@ def test_a_message_already_delivered_is_not_sent_twice(platform, monkeypatch):
             "card_expiration": "1230", "transaction_amount": "5.00", "currency": "USD"})
         platform.pump_streams()
         sqs = boto3.client("sqs", region_name="us-east-1")
-        url = platform.refs["PostbackQueue"]
+        url = platform.refs["PostbackFifoQueue"]
         m = sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"][0]
         record = {"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
                   "attributes": {**m["Attributes"]}, "messageAttributes": {}, "eventSource": "aws:sqs",
-                  "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackQueue", "awsRegion": "us-east-1"}
+                  "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackFifoQueue.fifo", "awsRegion": "us-east-1"}
         assert platform.invoke("PostbackFunction", {"Records": [record]}) == {"batchItemFailures": []}
         record["attributes"]["ApproximateReceiveCount"] = "2"  # the same message, received again
         assert platform.invoke("PostbackFunction", {"Records": [record]}) == {"batchItemFailures": []}
@@ -94,7 +96,7 @@ def test_a_postback_sqs_refused_goes_to_the_relay_failure_queue_and_is_redriven(
             "transaction_type": "SALE", "tender_type": "CARD", "card_number": "4242424242424242",
             "card_expiration": "1230", "transaction_amount": "7.00", "currency": "USD"})
         assert status == 200 and sale["transaction_approved"] is True
-        real_queue = platform.refs["PostbackQueue"]
+        real_queue = platform.refs["PostbackFifoQueue"]
         monkeypatch.setenv("POSTBACK_QUEUE_URL", real_queue + "-unavailable")  # SQS answers NonExistentQueue
         reset_settings()
         relay_source = platform.stream_sources[0]
@@ -124,7 +126,7 @@ def test_a_postback_sqs_refused_goes_to_the_relay_failure_queue_and_is_redriven(
         assert json.loads(m["Body"])["transaction_id"] == sale["transaction_id"]
         record = {"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
                   "attributes": m["Attributes"], "messageAttributes": {}, "eventSource": "aws:sqs",
-                  "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackQueue", "awsRegion": "us-east-1"}
+                  "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackFifoQueue.fifo", "awsRegion": "us-east-1"}
         assert platform.invoke("PostbackFunction", {"Records": [record]}) == {"batchItemFailures": []}
         assert len(receiver.delivered("/ok")) == 1
     finally:
@@ -162,7 +164,7 @@ def _receive(platform, n: int) -> list[MessageTypeDef]:
     sqs = boto3.client("sqs", region_name="us-east-1")
     messages: list[MessageTypeDef] = []
     while len(messages) < n:
-        out = sqs.receive_message(QueueUrl=platform.refs["PostbackQueue"], MaxNumberOfMessages=min(10, n - len(messages)),
+        out = sqs.receive_message(QueueUrl=platform.refs["PostbackFifoQueue"], MaxNumberOfMessages=min(10, n - len(messages)),
                                   AttributeNames=["All"]).get("Messages", [])
         if not out:
             break
@@ -173,7 +175,7 @@ def _receive(platform, n: int) -> list[MessageTypeDef]:
 def _event(messages: list[MessageTypeDef]) -> dict:
     return {"Records": [{"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
                          "attributes": dict(m["Attributes"]), "messageAttributes": {}, "eventSource": "aws:sqs",
-                         "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackQueue",
+                         "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackFifoQueue.fifo",
                          "awsRegion": "us-east-1"} for m in messages]}
 
 
@@ -199,12 +201,37 @@ def test_a_delivered_message_costs_at_most_two_aws_calls(platform):
         with AwsCalls() as calls:
             assert platform.invoke("PostbackFunction", _event(messages)) == {"batchItemFailures": []}
         assert len(receiver.delivered("/ok")) == 11
-        # the claim (conditional UpdateItem) and the attempt + delivered state (one BatchWriteItem), nothing else
-        assert dict(calls.by_operation) == {"dynamodb.UpdateItem": 10, "dynamodb.BatchWriteItem": 10}
+        # the read before the POST (one consistent GetItem) and the finish after it (ONE conditional UpdateItem:
+        # the attempt appended to the delivery's item, its state), nothing else: no claim (SQS FIFO)
+        assert dict(calls.by_operation) == {"dynamodb.GetItem": 10, "dynamodb.UpdateItem": 10}
         assert calls.total <= 2 * 10
         for m in messages:
             log = _log(platform, account, json.loads(m["Body"])["transaction_id"])
             assert [a["status"] for a in log] == ["delivered"]
+    finally:
+        receiver.close()
+
+
+def test_a_lost_answer_of_the_finish_write_is_not_appended_twice(platform, monkeypatch):
+    """The finish (one UpdateItem that appends the attempt to the delivery's item) is applied and its answer lost;
+    the SDK's retry of it is refused by its condition (the attempt is recorded) and recognised as this very write
+    (``writer``):
+    the message is acknowledged, the log has the attempt once, and a copy received after it makes no POST."""
+    from tests.aws_faults import AwsFaults
+
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/ok")
+        transaction_id = _sale(platform, account)
+        [message] = _receive(platform, 1)
+        ddb = AwsFaults.install("dynamodb", monkeypatch)
+        ddb.lose_answer("update_item")  # the finish (the one write) is applied, its answer lost
+        assert _handler(platform)(_event([message]), None) == {"batchItemFailures": []}
+        ddb.clear()
+        assert ddb.injected == ["lose:update_item"]
+        assert _handler(platform)(_event([message]), None) == {"batchItemFailures": []}  # a copy: skipped
+        assert len(receiver.delivered("/ok")) == 1
+        assert [(a["attempt"], a["status"]) for a in _log(platform, account, transaction_id)] == [(1, "delivered")]
     finally:
         receiver.close()
 
@@ -284,7 +311,10 @@ def test_a_deferral_on_the_last_receive_requeues_a_fresh_copy_and_uses_no_attemp
         assert result == {"batchItemFailures": [{"itemIdentifier": early["MessageId"]}]}
         assert receiver.count("/ok") == 0
         sqs = boto3.client("sqs", region_name="us-east-1")
-        sqs.delete_message(QueueUrl=platform.refs["PostbackQueue"], ReceiptHandle=early["ReceiptHandle"])
+        sqs.delete_message(QueueUrl=platform.refs["PostbackFifoQueue"], ReceiptHandle=early["ReceiptHandle"])
+        # what the event source mapping does with an acknowledged record: SQS FIFO hands out the copy (same
+        # message group) only once the message it replaces is deleted
+        sqs.delete_message(QueueUrl=platform.refs["PostbackFifoQueue"], ReceiptHandle=last["ReceiptHandle"])
         copies = _receive(platform, 2)
         assert [json.loads(c["Body"])["delivery_id"] for c in copies] == [json.loads(last["Body"])["delivery_id"]]
         assert copies[0]["Attributes"]["ApproximateReceiveCount"] == "1"
@@ -317,7 +347,7 @@ def test_attempts_not_receives_decide_the_dead_letter_queue(platform, monkeypatc
         assert [r["headers"]["Vault-Delivery-Attempt"] for r in posts] == [
             str(n) for n in range(1, max_receive_count() + 1)]
         sqs = boto3.client("sqs", region_name="us-east-1")
-        dead = sqs.receive_message(QueueUrl=platform.refs["PostbackDeadLetterQueue"], MaxNumberOfMessages=10,
+        dead = sqs.receive_message(QueueUrl=platform.refs["PostbackFifoDeadLetterQueue"], MaxNumberOfMessages=10,
                                    VisibilityTimeout=0).get("Messages", [])
         assert [json.loads(d["Body"])["delivery_id"] for d in dead] == [json.loads(m["Body"])["delivery_id"]]
         # another copy of it is not POSTed again: its attempts are used up (it joins the DLQ, where a redrive
@@ -328,20 +358,93 @@ def test_attempts_not_receives_decide_the_dead_letter_queue(platform, monkeypatc
         receiver.close()
 
 
-def test_two_copies_of_one_message_are_posted_once(platform):
-    """SQS standard queues may hand out one message twice, even in one batch: the claim's lease lets one through."""
+def test_two_copies_of_one_delivery_in_one_fifo_batch_are_posted_once(platform, frozen_clock):
+    """Two SQS messages of one delivery (the relay's, and a copy with its own deduplication id: an admin's
+    requeue, a send after SQS's 5-minute deduplication interval) are one message group: SQS FIFO may hand both
+    out in one batch, in order. The consumer runs them in order in one worker: the first POSTs, the second reads
+    the delivery ``delivered`` and is acknowledged without a POST."""
+    from vaultcore.postback.message import fifo_ids, fresh_copy
+
     receiver = Receiver()
     try:
-        account = _account_with(platform, receiver.url + "/slow/200")
+        account = _account_with(platform, receiver.url + "/ok")
+        _sale(platform, account)
+        platform.pump_streams()
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = platform.refs["PostbackFifoQueue"]
+        first = sqs.receive_message(QueueUrl=url, AttributeNames=["All"], VisibilityTimeout=0)["Messages"][0]
+        copy = fresh_copy(first["Body"])
+        sqs.send_message(QueueUrl=url, MessageBody=copy, **fifo_ids(copy))
+        batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
+        assert [m["Body"] for m in batch] == [first["Body"], copy]  # one group, in order, one batch
+        assert {m["Attributes"]["MessageGroupId"] for m in batch} == {json.loads(copy)["delivery_id"]}
+        with AwsCalls() as calls:
+            assert _handler(platform)(_event(batch), _Context(30)) == {"batchItemFailures": []}
+        assert len(receiver.delivered("/ok")) == 1
+        assert calls.calls_of("dynamodb.UpdateItem") and len(calls.calls_of("dynamodb.UpdateItem")) == 1
+    finally:
+        receiver.close()
+
+
+def test_after_a_failure_the_rest_of_its_message_group_comes_back_with_it(platform, monkeypatch, frozen_clock):
+    """FIFO partial batches: a batch holds a delivery's message and a later copy of it (one group) and another
+    delivery. The first message's attempt fails (500): it and the unprocessed copy after it are reported, both
+    given the retry delay (so the group comes back in order); the other group is delivered and acknowledged."""
+    from vaultcore.postback.message import fifo_ids, fresh_copy
+
+    monkeypatch.setenv("POSTBACK_RETRY_SCHEDULE", "40")
+    receiver = Receiver()
+    try:
+        failing = _account_with(platform, receiver.url + "/flaky/1")
+        fine = _account_with(platform, receiver.url + "/ok")
+        _sale(platform, failing)
+        platform.pump_streams()
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = platform.refs["PostbackFifoQueue"]
+        first = sqs.receive_message(QueueUrl=url, AttributeNames=["All"], VisibilityTimeout=0)["Messages"][0]
+        copy = fresh_copy(first["Body"])
+        sqs.send_message(QueueUrl=url, MessageBody=copy, **fifo_ids(copy))
+        _sale(platform, fine)
+        platform.pump_streams()
+        batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
+        assert len(batch) == 3
+        group = [m["MessageId"] for m in batch if json.loads(m["Body"])["account_id"] == failing["account_id"]]
+        with AwsCalls() as calls:
+            result = _handler(platform)(_event(batch), _Context(30))
+        assert result == {"batchItemFailures": [{"itemIdentifier": i} for i in group]}
+        assert sorted(r["status"] for r in receiver.requests) == [200, 500]  # one POST per group, the copy none
+        (change,) = calls.calls_of("sqs.ChangeMessageVisibilityBatch")
+        assert sorted(e["VisibilityTimeout"] for e in change["Entries"]) == [40, 40]
+    finally:
+        receiver.close()
+
+
+def test_a_copy_received_before_its_time_is_given_back_without_a_post_or_a_write(platform, frozen_clock):
+    """FIFO queues take no per-message delay: the sender's fresh copy carries ``not_before``. Received before it,
+    it is given back with the time left as its visibility: no POST, no DynamoDB call, not acknowledged."""
+    from vaultcore.postback.message import fifo_ids, fresh_copy
+
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/ok")
         _sale(platform, account)
         (m,) = _receive(platform, 1)
-        event = _event([m, m])
-        event["Records"][1]["messageId"] = "copy"
-        result = _handler(platform)(event, _Context(30))
-        assert len(receiver.delivered("/slow")) == 1
-        assert len(result["batchItemFailures"]) <= 1  # the copy comes back once the lease is over, then is skipped
-        result = _handler(platform)(_event([m]), _Context(30))
-        assert result == {"batchItemFailures": []} and len(receiver.delivered("/slow")) == 1
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = platform.refs["PostbackFifoQueue"]
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
+        copy = fresh_copy(m["Body"], frozen_clock + 120)
+        sqs.send_message(QueueUrl=url, MessageBody=copy, **fifo_ids(copy))
+        (early,) = _receive(platform, 1)
+        with AwsCalls() as calls:
+            result = _handler(platform)(_event([early]), _Context(30))
+        assert result == {"batchItemFailures": [{"itemIdentifier": early["MessageId"]}]}
+        assert receiver.count("/ok") == 0
+        assert not [c for c in calls.by_operation if c.startswith("dynamodb.")]
+        (change,) = calls.calls_of("sqs.ChangeMessageVisibilityBatch")
+        assert change["Entries"][0]["VisibilityTimeout"] == 120
+        clock.set_offset(clock.offset() + 120)  # its time: attempted as attempt 1
+        assert _handler(platform)(_event([early]), _Context(30)) == {"batchItemFailures": []}
+        assert [d["headers"]["Vault-Delivery-Attempt"] for d in receiver.delivered("/ok")] == ["1"]
     finally:
         receiver.close()
 
@@ -374,17 +477,17 @@ def test_the_handler_answers_before_its_timeout_even_with_records_stuck(platform
 
     receiver = Receiver()
     release = threading.Event()
-    real_claim, real_finish = deliveries.claim, deliveries.finish
+    real_read, real_finish = deliveries.read, deliveries.finish
 
-    def claim(message, *args, **kwargs):
+    def read(message, *args, **kwargs):
         if message["account_id"] == before_post["account_id"]:
             release.wait(30)
-        return real_claim(message, *args, **kwargs)
+        return real_read(message, *args, **kwargs)
 
-    def finish(stored, *args, **kwargs):
-        if stored["account_id"] == after_post["account_id"]:
+    def finish(message, *args, **kwargs):
+        if message["account_id"] == after_post["account_id"]:
             release.wait(30)
-        return real_finish(stored, *args, **kwargs)
+        return real_finish(message, *args, **kwargs)
 
     try:
         before_post = _account_with(platform, receiver.url + "/ok/before")
@@ -395,7 +498,7 @@ def test_the_handler_answers_before_its_timeout_even_with_records_stuck(platform
         messages = _receive(platform, 3)
         stuck_id = next(m["MessageId"] for m in messages
                         if json.loads(m["Body"])["account_id"] == before_post["account_id"])
-        monkeypatch.setattr(deliveries, "claim", claim)
+        monkeypatch.setattr(deliveries, "read", read)
         monkeypatch.setattr(deliveries, "finish", finish)
         with AwsCalls() as calls:
             result = _handler(platform)(_event(messages), _Context(7.5))  # answers 2 s before the 7.5 s are up
@@ -411,36 +514,60 @@ def test_the_handler_answers_before_its_timeout_even_with_records_stuck(platform
 # ------------------------------------------------------------------ the delivery log spread over shards
 def test_the_delivery_log_is_spread_over_shards_and_listed_newest_first(platform, monkeypatch):
     """One account's delivery items land on many partitions (``<account>#<shard>``, the shard from the delivery
-    id), and the listing merges them -- and the unsharded partition of items written before the spread -- newest
-    first, as one partition's query did; ``limit``, ``transaction_id`` and ``delivery_id`` keep working."""
-    from vaultcore import clock
+    id), and the listing merges them -- and the items the version before wrote (``MSG#`` and ``ATT#``, the
+    unsharded partition of items written before the spread) -- newest delivery first, each delivery's attempts
+    newest first; ``limit`` (counting attempts), ``transaction_id`` and ``delivery_id`` keep working."""
     from vaultcore.postback import deliveries
     from vaultcore.settings import settings
 
     account_id = "555555555555"
     start = 1_900_000_000.0
     written = []
-    for i in range(40):  # one attempt a second, so their order is known
+    for i in range(40):  # one delivery a second (uuid7 ids from the clock), so their order is known
         monkeypatch.setattr(clock, "now", lambda i=i: start + i)
-        delivery_id, transaction_id = f"00000000-0000-4000-8000-{i:012d}", f"{100000000000 + i}"
-        deliveries.record_attempt(account_id, delivery_id, transaction_id, 1, "delivered", 200, 5.0, None, "ok")
-        written.append((delivery_id, transaction_id))
-    # an attempt item written before the spread, at the unsharded key, older than all of them
-    boto3.client("dynamodb", region_name="us-east-1").put_item(TableName=settings().deliveries_table, Item={
+        transaction_id = f"{100000000000 + i}"
+        message = {"delivery_id": uuid7(), "account_id": account_id, "transaction_id": transaction_id,
+                   "created_at": int(start + i), "response": {}}
+        if i == 39:  # the newest delivery: a failed attempt, then a delivered one
+            deliveries.finish(message, None, 1, "failed", 500, 5.0, "HTTP 500", "busy", "w1")
+            deliveries.finish(message, deliveries.read(message), 2, "delivered", 200, 5.0, None, "ok", "w2")
+        else:
+            deliveries.finish(message, None, 1, "delivered", 200, 5.0, None, "ok", "w1")
+        written.append((message["delivery_id"], transaction_id))
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    # the version before's items: a message item with its attempt item, on its shard, and an attempt item written
+    # before the spread, at the unsharded key, older than all of them
+    legacy = "00000000-0000-4000-8000-000000000001"
+    client.put_item(TableName=settings().deliveries_table, Item={
+        "account_id": {"S": deliveries.partition(account_id, legacy)}, "attempt_key": {"S": f"MSG#{legacy}"},
+        "state": {"S": "delivered"}, "attempt": {"N": "1"}, "message": {"S": "{}"}})
+    client.put_item(TableName=settings().deliveries_table, Item={
+        "account_id": {"S": deliveries.partition(account_id, legacy)},
+        "attempt_key": {"S": f"ATT#{int((start - 3) * 1000):013d}#{legacy}#001"},
+        "delivery_id": {"S": legacy}, "transaction_id": {"S": "099999999998"}, "attempt": {"N": "1"},
+        "status": {"S": "delivered"}, "at": {"N": str(int(start - 3))}})
+    client.put_item(TableName=settings().deliveries_table, Item={
         "account_id": {"S": account_id}, "attempt_key": {"S": f"ATT#{int((start - 5) * 1000):013d}#old#001"},
         "delivery_id": {"S": "old"}, "transaction_id": {"S": "099999999999"}, "attempt": {"N": "1"},
         "status": {"S": "delivered"}, "at": {"N": str(int(start - 5))}})
     partitions = {deliveries.partition(account_id, d) for d, _ in written}
     assert len(partitions) > 20 and all(p.startswith(account_id + "#") for p in partitions)
     listed = deliveries.list_attempts(account_id, limit=100)
-    assert [a["delivery_id"] for a in listed] == [d for d, _ in reversed(written)] + ["old"]
+    newest = written[-1][0]
+    assert [a["delivery_id"] for a in listed] == [newest, newest] + [d for d, _ in reversed(written[:-1])] + [
+        legacy, "old"]
+    assert [(a["attempt"], a["status"], a["http_status"], a["response_excerpt"]) for a in listed[:3]] == [
+        (2, "delivered", 200, ""), (1, "failed", 500, "busy"), (1, "delivered", 200, "")]  # no excerpt of a 2xx
     assert {a["account_id"] for a in listed} == {account_id}  # the caller's id, not the partition key
-    assert "attempt_key" not in listed[0] and "expiresAt" not in listed[0]
+    assert set(listed[0]) == {"account_id", "delivery_id", "transaction_id", "attempt", "status", "http_status",
+                              "duration_ms", "error", "response_excerpt", "at"}
     assert [a["delivery_id"] for a in deliveries.list_attempts(account_id, limit=3)] == [
-        d for d, _ in reversed(written[-3:])]
+        newest, newest, written[-2][0]]  # the limit counts attempts
     delivery_id, transaction_id = written[7]
     assert [a["delivery_id"] for a in deliveries.list_attempts(account_id, transaction_id=transaction_id)] == [
         delivery_id]
     assert [a["transaction_id"] for a in deliveries.list_attempts(account_id, delivery_id=delivery_id)] == [
         transaction_id]
+    assert [a["transaction_id"] for a in deliveries.list_attempts(account_id, delivery_id=legacy)] == [
+        "099999999998"]
     assert deliveries.list_attempts("666666666666") == []

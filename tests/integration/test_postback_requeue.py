@@ -33,7 +33,8 @@ def _received(platform) -> int:
             return handled
         records = [{"messageId": m["MessageId"], "receiptHandle": m["ReceiptHandle"], "body": m["Body"],
                     "attributes": m["Attributes"], "messageAttributes": {}, "eventSource": "aws:sqs",
-                    "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackQueue", "awsRegion": "us-east-1"}
+                    "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:PostbackFifoQueue.fifo",
+                    "awsRegion": "us-east-1"}
                    for m in got]
         assert platform.invoke("PostbackFunction", {"Records": records}) == {"batchItemFailures": []}
         for m in got:

@@ -104,7 +104,8 @@ def test_api_events_are_rest_proxy_events_consistent_with_their_route(path):
 def test_the_sqs_and_stream_events_have_the_event_source_shapes():
     batch = _load(ROOT / "events" / "postback_batch.json")
     for record in batch["Records"]:
-        assert record["eventSource"] == "aws:sqs" and record["eventSourceARN"].endswith(":PostbackQueue")
+        assert record["eventSource"] == "aws:sqs" and record["eventSourceARN"].endswith(":PostbackFifoQueue.fifo")
+        assert {"MessageGroupId", "MessageDeduplicationId", "SequenceNumber"} <= set(record["attributes"])  # FIFO
         assert {"messageId", "receiptHandle", "body", "attributes", "md5OfBody", "awsRegion"} <= set(record)
         message = json.loads(record["body"])
         assert {"delivery_id", "account_id", "transaction_id", "response"} <= set(message)

@@ -60,6 +60,23 @@ def test_template_schedule_and_receive_count_agree():
     schedule = parse_schedule(resources["PostbackFunction"]["Properties"]["Environment"]["Variables"][
         "POSTBACK_RETRY_SCHEDULE"])
     assert schedule == RETRY_SCHEDULE_SECONDS
-    queue = resources["PostbackQueue"]["Properties"]
+    queue = resources["PostbackFifoQueue"]["Properties"]
     assert queue["RedrivePolicy"]["maxReceiveCount"] == len(schedule) + 1
     assert queue["VisibilityTimeout"] >= 6 * resources["PostbackFunction"]["Properties"]["Timeout"]
+
+
+def test_fifo_ids_are_the_delivery_and_its_marks():
+    """SQS FIFO ids of a postback message: its group is its delivery; a copy with the same marks deduplicates, an
+    operator's redelivery or a fresh copy does not (vaultcore.postback.message.fifo_ids)."""
+    from vaultcore.postback.message import fifo_ids, fresh_copy
+
+    body = json.dumps({"delivery_id": "d-1", "account_id": "a", "transaction_id": "t", "response": {}})
+    assert fifo_ids(body) == {"MessageGroupId": "d-1", "MessageDeduplicationId": "d-1.r0q0"}
+    assert fifo_ids({**json.loads(body), "redelivery": 2}) == {"MessageGroupId": "d-1",
+                                                                "MessageDeduplicationId": "d-1.r2q0"}
+    copy = fresh_copy(body, 1_800_000_000.2, attempted=3)
+    assert json.loads(copy) == {**json.loads(body), "requeued": 1, "not_before": 1_800_000_001, "attempted": 3}
+    assert fifo_ids(copy)["MessageDeduplicationId"] == "d-1.r0q1"
+    again = json.loads(fresh_copy(copy))  # a copy of the copy, due at once: its own id, the attempts kept
+    assert (again["requeued"], "not_before" in again, again["attempted"]) == (2, False, 3)
+    assert len(fifo_ids(json.dumps({"delivery_id": "0" * 36, "requeued": 10**6}))["MessageDeduplicationId"]) <= 128

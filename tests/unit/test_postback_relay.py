@@ -29,6 +29,7 @@ class _Sqs:
     def __init__(self, refuse: set[str] = frozenset(), down: bool = False):  # type: ignore[assignment]
         self.refuse, self.down = refuse, down
         self.sent: list[str] = []
+        self.ids: list[tuple[str, str]] = []  # (MessageGroupId, MessageDeduplicationId) of each entry sent
         self.calls = 0
 
     def send_message_batch(self, QueueUrl: str, Entries: list[dict]) -> dict:  # noqa: N803 - boto3's names
@@ -38,6 +39,7 @@ class _Sqs:
         failed = [{"Id": e["Id"], "Code": "InternalError", "SenderFault": False} for e in Entries
                   if e["MessageBody"] in self.refuse]
         self.sent += [e["MessageBody"] for e in Entries if e["MessageBody"] not in self.refuse]
+        self.ids += [(e["MessageGroupId"], e["MessageDeduplicationId"]) for e in Entries]
         return {"Successful": [], "Failed": failed}
 
 
@@ -58,6 +60,10 @@ def test_the_relay_queues_new_postbacks_ten_per_call_and_reports_the_refused(mon
     result, emf = _relay(monkeypatch, capsys, records, sqs)
     assert sqs.calls == 2 and len(sqs.sent) == 11 and refused not in sqs.sent
     assert result == {"batchItemFailures": [{"itemIdentifier": "103"}]}
+    # SQS FIFO: each entry is its delivery's message group, deduplicated by the delivery id and its marks, so a
+    # retried batch sends the same ids again (queued once within SQS's deduplication interval)
+    groups = [json.loads(r["dynamodb"]["NewImage"]["message"]["S"])["delivery_id"] for r in records]
+    assert sqs.ids == [(g, f"{g}.r0q0") for g in groups]
     (doc,) = emf
     assert_emf(doc)
     assert (doc["PostbackRelayed"], doc["PostbackRelayFailed"]) == (11, 1) and doc["correlation_id"] == "relay-1"
@@ -315,7 +321,11 @@ def test_the_template_relays_the_deliveries_stream_with_retries_bisection_and_a_
         assert table["StreamSpecification"] == {"StreamViewType": "NEW_IMAGE"}
     assert "GlobalSecondaryIndexes" not in resources["DeliveriesTable"]["Properties"]
     function = resources["PostbackOutboxFunction"]["Properties"]
-    assert sorted(function["Events"]) == ["Deliveries", "Transactions"]
+    assert sorted(function["Events"]) == ["Deliveries", "LegacyPostbacks", "Transactions"]
+    # the forwarder of the standard queue of the release before (one release), acknowledging per record
+    legacy = function["Events"].pop("LegacyPostbacks")
+    assert legacy["Type"] == "SQS" and legacy["Properties"]["Queue"] == {"Fn::GetAtt": ["PostbackQueue", "Arn"]}
+    assert legacy["Properties"]["FunctionResponseTypes"] == ["ReportBatchItemFailures"]
     for name, event in function["Events"].items():
         assert event["Type"] == "DynamoDB"
         props = event["Properties"]
@@ -334,3 +344,4 @@ def test_the_template_relays_the_deliveries_stream_with_retries_bisection_and_a_
     # nobody sends to the postback queue from the request path any more
     for name in ("GatewayFunction", "CheckoutFunction"):
         assert "PostbackQueue" not in json.dumps(resources[name]["Properties"].get("Policies")), name
+        assert "PostbackFifoQueue" not in json.dumps(resources[name]["Properties"].get("Policies")), name

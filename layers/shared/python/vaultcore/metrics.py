@@ -301,9 +301,10 @@ def gateway_error(code: Any) -> None:
 
 def postback_batch(results: list[str], dead_lettered: int) -> None:
     """One postback batch, from its records' outcomes (``delivered``, ``failed``, ``dead-lettered``, ``deferred``,
-    ``requeued``, ``skipped``, ``error``): attempts are the POSTs made (delivered + failed + dead-lettered)."""
+    ``requeued``, ``skipped``, ``error``; ``failed-requeued``: a failed attempt whose record went into a fresh copy):
+    attempts are the POSTs made (delivered + failed + dead-lettered)."""
     delivered = results.count("delivered")
-    failed = results.count("failed") + results.count("dead-lettered")
+    failed = results.count("failed") + results.count("failed-requeued") + results.count("dead-lettered")
     count("PostbackAttempts", delivered + failed)
     count("PostbackDelivered", delivered)
     count("PostbackFailed", failed - dead_lettered)

@@ -11,6 +11,7 @@ from vaultcore.admin.router import json_body, ok, route
 from vaultcore.api.http import Request, Response
 from vaultcore.errors import DependencyError, NotFound, ValidationError
 from vaultcore.postback import deliveries, relay
+from vaultcore.postback.message import fifo_ids, fresh_copy, queue_entry
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
 from vaultcore.store.ddb import aws_errors
@@ -33,9 +34,12 @@ def redeliver(request: Request, account_id: str, delivery_id: str) -> Response:
     if stored is None:
         raise NotFound("No postback with this delivery id.")
     message = json.loads(deliveries.message_body(stored))
-    message["redelivery"] = int(message.get("redelivery", 0)) + 1
+    # One redelivery per attempt made so far: its own SQS FIFO deduplication id, so a second request before the
+    # first one's attempt is the same message (queued once), and one after it a new one.
+    message["redelivery"] = int(stored.get("attempt") or 0) + 1
+    body = json.dumps(message, separators=(",", ":"))
     with aws_errors("postback enqueue"):
-        client("sqs").send_message(QueueUrl=settings().postback_queue_url, MessageBody=json.dumps(message))
+        client("sqs").send_message(QueueUrl=settings().postback_queue_url, MessageBody=body, **fifo_ids(body))
     return ok({"delivery_id": delivery_id, "queued": True})
 
 
@@ -51,10 +55,11 @@ def requeue(request: Request, account_id: str) -> Response:
     seconds): for when the Transactions stream's records of them are gone (24 hours) before the relay queued them.
 
     A postback of a new transaction is known only by its transaction item (``postback`` flag, ``delivery_id``)
-    until the sender first claims it, so this reads the transactions themselves (the RSAPI listing, every shard,
-    ``limit`` at most), and queues the message of each flagged one exactly as the relay builds it. A first copy of
-    a postback already claimed or delivered is not POSTed again (:func:`vaultcore.postback.deliveries.claim`), so a
-    window wider than the outage costs SQS messages, never a second POST. ``next`` (when more remain) is the
+    until the sender first records an attempt, so this reads the transactions themselves (the RSAPI listing, every
+    shard, ``limit`` at most), and queues the message of each flagged one exactly as the relay builds it, with the
+    relay's FIFO ids. A copy of a postback already delivered is not POSTed again (the sender reads the delivery
+    first, and SQS FIFO hands out one message of a delivery at a time), so a window wider than the outage costs SQS
+    messages, never a second POST. ``next`` (when more remain) is the
     position to send back as ``after`` to continue.
     """
     from vaultcore.api.values import json_integer
@@ -80,8 +85,7 @@ def requeue(request: Request, account_id: str) -> Response:
     while scanned < limit:
         items, position = store.list_transactions(account_id, start, end, min(100, limit - scanned), position)
         scanned += len(items)
-        entries = [{"Id": str(n), "MessageBody": json.dumps(gateway_postbacks.message_from_item(item),
-                                                            separators=(",", ":"))}
+        entries = [queue_entry(str(n), json.dumps(gateway_postbacks.message_from_item(item), separators=(",", ":")))
                    for n, item in enumerate(items) if item.get(gateway_postbacks.FLAG) and item.get("delivery_id")]
         for chunk in range(0, len(entries), 10):
             with aws_errors("postback enqueue"):
@@ -100,7 +104,8 @@ def requeue(request: Request, account_id: str) -> Response:
 def _redrive_relay_failures(sqs: Any) -> int:
     """Queue again the postbacks of every batch the stream relay gave up (its failure queue's records name a
     range of the Deliveries stream, kept 24 hours); returns how many messages were sent. A copy of a postback
-    already queued is harmless: the sender lets one first copy claim it."""
+    already queued is harmless: SQS FIFO deduplicates it, or it waits in its delivery's message group and is
+    skipped once the delivery is recorded."""
     url = os.environ.get("POSTBACK_RELAY_FAILURE_QUEUE_URL", "")
     relayed = 0
     while url:
@@ -116,10 +121,37 @@ def _redrive_relay_failures(sqs: Any) -> int:
     return relayed
 
 
+def _move(sqs: Any, dlq_url: str, limit: int) -> int:
+    """Move up to ``limit`` messages of a dead-letter queue to the postback queue: each a fresh copy (same delivery
+    id, ``requeued`` + 1: a new message for SQS FIFO's deduplication) with a fresh attempt count."""
+    moved = 0
+    while dlq_url and moved < limit:
+        with aws_errors("dead-letter queue read"):
+            out = sqs.receive_message(QueueUrl=dlq_url, MaxNumberOfMessages=min(10, limit - moved),
+                                      WaitTimeSeconds=0, VisibilityTimeout=30)
+        messages = out.get("Messages", [])
+        if not messages:
+            break
+        for m in messages:
+            # A fresh message and a fresh attempt count (the delivery log counts attempts): the full schedule.
+            deliveries.restart_attempts(m["Body"])
+            try:
+                body = fresh_copy(m["Body"])
+                ids = fifo_ids(body)
+            except (ValueError, KeyError, TypeError):
+                continue  # not a postback message: left where it is (it stays visible in the DLQ)
+            with aws_errors("postback enqueue"):
+                sqs.send_message(QueueUrl=settings().postback_queue_url, MessageBody=body, **ids)
+                sqs.delete_message(QueueUrl=dlq_url, ReceiptHandle=m["ReceiptHandle"])
+            moved += 1
+    return moved
+
+
 @route("POST", "/admin/v1/postbacks/redrive")
 def redrive(request: Request) -> Response:
-    """Move every message of the dead-letter queue back to the postback queue (same delivery ids); first, queue
-    again the postbacks of the stream relay's failed batches (``relayed``)."""
+    """Move every message of the dead-letter queue back to the postback queue (same delivery ids), the standard
+    dead-letter queue of the release before first (``POSTBACK_LEGACY_DLQ_URL``, one release: issue 29's move to
+    SQS FIFO); first of all, queue again the postbacks of the stream relay's failed batches (``relayed``)."""
     body = json_body(request)
     from vaultcore.api.values import json_integer
 
@@ -128,19 +160,6 @@ def redrive(request: Request) -> Response:
         raise ValidationError("limit must be an integer from 1 to 10000.")
     sqs = client("sqs")
     relayed = _redrive_relay_failures(sqs)
-    moved = 0
-    while moved < limit:
-        with aws_errors("dead-letter queue read"):
-            out = sqs.receive_message(QueueUrl=settings().postback_dlq_url, MaxNumberOfMessages=10,
-                                      WaitTimeSeconds=0, VisibilityTimeout=30)
-        messages = out.get("Messages", [])
-        if not messages:
-            break
-        for m in messages:
-            # A fresh message and a fresh attempt count (the delivery log counts attempts): the full schedule.
-            deliveries.restart_attempts(m["Body"])
-            with aws_errors("postback enqueue"):
-                sqs.send_message(QueueUrl=settings().postback_queue_url, MessageBody=m["Body"])
-                sqs.delete_message(QueueUrl=settings().postback_dlq_url, ReceiptHandle=m["ReceiptHandle"])
-            moved += 1
+    moved = _move(sqs, os.environ.get("POSTBACK_LEGACY_DLQ_URL", ""), limit)
+    moved += _move(sqs, settings().postback_dlq_url, limit - moved)
     return ok({"moved": moved, "relayed": relayed})

@@ -16,7 +16,8 @@ the Deliveries stream.
 
 The postback function (another module) consumes exactly this message body (JSON)::
 
-    {"delivery_id": "<uuid4, stable across retries>", "account_id": "<12 digits>",
+    {"delivery_id": "<uuid7 (time-ordered: the delivery log's order), stable across retries>",
+     "account_id": "<12 digits>",
      "transaction_id": "<12 digits>", "created_at": <unix seconds>,
      "response": <the postback's responses[] entry>}
 
@@ -34,11 +35,11 @@ postback URL itself is not in the message: the sender reads the account's curren
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from vaultcore.gateway.records import response_from_item
 from vaultcore.gateway.validation import RSAPI_TOKEN_FIELDS
+from vaultcore.ids import uuid7
 from vaultcore.settings import settings
 
 __all__ = ["postback_entry", "postback_message", "outbox_message", "FLAG", "FLAG_VALUES", "flag_item",
@@ -68,7 +69,7 @@ def _entry(account_id: str, token_data: bool, response: dict[str, Any], item: di
 
 
 def postback_message(account: Any, response: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
-    return {"delivery_id": str(uuid.uuid4()), "account_id": account.account_id,
+    return {"delivery_id": uuid7(), "account_id": account.account_id,
             "transaction_id": item["transaction_id"], "created_at": int(item["created_at"]),
             "response": postback_entry(account, response, item)}
 

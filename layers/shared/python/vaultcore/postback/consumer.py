@@ -2,16 +2,23 @@
 answer is a partial batch response (template: FunctionResponseTypes ReportBatchItemFailures), so one failing
 record never makes the others redeliver.
 
-Time budget (template.yaml: PostbackFunction Timeout 30 s, BatchSize 10; PostbackQueue VisibilityTimeout
+The queue is SQS FIFO, one message group per delivery (issue 29): a batch may hold several messages of one group
+(copies of one delivery), in order. Each group's records run in order in one worker; once a record of a group is
+not acknowledged, the rest of that group in the batch are reported as failures unprocessed, with the same new
+visibility (the Lambda developer guide, "Using Lambda with Amazon SQS": with FIFO queues and
+ReportBatchItemFailures, a function stops processing a message group at its first failure and returns that message
+and every unprocessed one after it, so that the group's order holds). Groups run concurrently.
+
+Time budget (template.yaml: PostbackFunction Timeout 30 s, BatchSize 10; PostbackFifoQueue VisibilityTimeout
 180 s = 6 x Timeout). From ``context.get_remaining_time_in_millis()`` (30 s when there is no context):
 
-* every record of the batch starts at once (up to ``MAX_WORKERS`` = 16 threads; a batch of 10 needs 10);
+* every group of the batch starts at once (up to ``MAX_WORKERS`` = 16 threads; a batch of 10 needs at most 10);
 * one attempt waits at most ``min(10 s, remaining - RESERVE_SECONDS (5 s))``: a batch whose destinations all
   hang ends after about 10 s, far inside the 30 s timeout (today's sequential delivery needed 10 x 10 s);
 * the handler answers at the latest ``REPLY_MARGIN_SECONDS`` (2 s) before the timeout. A record still running
   then (a DynamoDB call stuck in retries) is acknowledged if its receiver already answered 2xx; otherwise it is
-  reported as failed without a new visibility: it comes back after the queue's 180 s, when its lease is over
-  and the delivery log says whether it was delivered.
+  reported as failed without a new visibility: it comes back after the queue's 180 s, when the delivery log says
+  whether it was delivered.
 
 Records that failed or were deferred get their next visibility (the retry schedule) in one
 ChangeMessageVisibilityBatch call per ten records.
@@ -57,10 +64,33 @@ def _receive_count(record: dict[str, Any]) -> int:
 def _one(record: dict[str, Any], deadline: float, on_delivered: Any = None) -> Outcome:
     set_request_context(record.get("messageId"))
     try:
-        return deliver(record["body"], _receive_count(record), deadline, on_delivered, record.get("messageId"))
+        return deliver(record["body"], _receive_count(record), deadline, on_delivered)
     except Exception as exc:  # noqa: BLE001 - one bad record (malformed, a dependency down) fails alone
         _log.error("postback record failed", extra={"error_type": type(exc).__name__})
         return Outcome("error")
+
+
+def _groups(records: list[dict[str, Any]]) -> list[list[int]]:
+    """The batch's records by SQS FIFO message group, each group in the batch's order (a record without a group,
+    from a standard queue, is a group of its own)."""
+    groups: dict[str, list[int]] = {}
+    for i, record in enumerate(records):
+        group = (record.get("attributes") or {}).get("MessageGroupId") or f"#{record.get('messageId', i)}"
+        groups.setdefault(str(group), []).append(i)
+    return list(groups.values())
+
+
+def _run_group(records: list[dict[str, Any]], group: list[int], deadline: float, outcomes: dict[int, Outcome],
+               posted: set[int] | None) -> None:
+    """One message group's records, in order; after one that is not acknowledged, the rest are unprocessed and
+    come back with it (the same visibility), so that the group's order holds."""
+    for n, i in enumerate(group):
+        outcome = _one(records[i], deadline, (lambda i=i: posted.add(i)) if posted is not None else None)
+        outcomes[i] = outcome
+        if not outcome.acknowledged:
+            for j in group[n + 1:]:
+                outcomes[j] = Outcome("unprocessed", outcome.delay)
+            return
 
 
 def _change_visibility(changes: list[tuple[str, int]]) -> None:
@@ -87,23 +117,31 @@ def handle_batch(event: dict[str, Any], context: Any, *, max_workers: int | None
     if records:
         for service in ("dynamodb", "sqs", "kms"):
             client(service)  # once per container (normally at init already), before any worker thread needs one
-        workers = max(1, min(max_workers or MAX_WORKERS, len(records)))
+        groups = _groups(records)
+        workers = max(1, min(max_workers or MAX_WORKERS, len(groups)))
         if workers == 1:
-            for i, record in enumerate(records):
-                outcomes[i] = _one(record, deadline)
+            for group in groups:
+                _run_group(records, group, deadline, outcomes, None)
         else:
             posted: set[int] = set()  # records the receiver already accepted (their log write may still run)
             pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="postback")
-            futures = {pool.submit(_one, record, deadline, lambda i=i: posted.add(i)): i
-                       for i, record in enumerate(records)}
+            futures = [pool.submit(_run_group, records, group, deadline, outcomes, posted) for group in groups]
             wait(futures, timeout=max(0.0, deadline - REPLY_MARGIN_SECONDS - time.monotonic()))
             pool.shutdown(wait=False, cancel_futures=True)
-            for future, i in futures.items():
-                if future.done() and not future.cancelled():
-                    outcomes[i] = future.result()
-                else:  # still running: acknowledged if its receiver has it, else it comes back later
-                    outcomes[i] = Outcome("delivered" if i in posted else "error")
-                    _log.warning("postback record still running at reply time", extra={"event": outcomes[i].result})
+            done = dict(outcomes)  # the answer: a worker still running no longer changes it
+            for group in groups:
+                for n, i in enumerate(group):
+                    if i in done:
+                        continue
+                    # still running (or not started after it): acknowledged if its receiver has it, else it
+                    # comes back later; the rest of its group with it
+                    done[i] = Outcome("delivered" if i in posted else "error")
+                    _log.warning("postback record still running at reply time", extra={"event": done[i].result})
+                    if not done[i].acknowledged:
+                        for j in group[n + 1:]:
+                            done.setdefault(j, Outcome("unprocessed"))
+                        break
+            outcomes = done
     # Lines about the whole batch carry the invocation's id; each record's lines carried its SQS message id.
     set_request_context(getattr(context, "aws_request_id", None))
     changes = [(records[i]["receiptHandle"], o.delay) for i, o in outcomes.items()

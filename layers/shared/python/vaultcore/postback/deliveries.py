@@ -1,48 +1,47 @@
-"""The Deliveries table: every postback message (no clear card data) and every delivery attempt.
+"""The Deliveries table: every postback message (no clear card data) and its delivery log, one item per delivery.
 
 Items (partition key attribute ``account_id``, whose value is ``<account_id>#<shard>``; see below):
-- ``MSG#<delivery_id>``: the message, its state and ``attempt``, the number of real POSTs made so far
-  (``unsent`` as written with its transaction, ``sending`` while leased, ``failed``, ``deferred``,
-  ``delivered``, ``dead-lettered``; ``pending`` after an operator's redrive), for redelivery and so that a
-  message already delivered is never POSTed again;
-- ``ATT#<unix ms>#<delivery_id>#<attempt>``: one attempt — status, HTTP status, duration, error type and the
-  first 256 characters of the receiver's answer (redacted). Kept for the retention period (TTL, 90 days).
+
+- ``DLV#<delivery_id>``: one delivery (issue 29, "cost per operation"). Delivery ids are time-ordered UUIDs
+  (:func:`vaultcore.ids.uuid7`, RFC 9562 §5.7; webhook deliveries :func:`vaultcore.ids.time_ordered_uuid`), so
+  the items of a partition sort oldest first. Attributes: ``message`` (the SQS body, deflated:
+  :func:`pack_message`), ``state`` (``unsent`` as written with its transaction,
+  ``failed``, ``deferred``, ``delivered``, ``dead-lettered``; ``pending`` after an operator's redrive),
+  ``attempt`` (the real POSTs so far), ``attempts`` (the log: a list of maps ``n``, ``status``, ``http_status``,
+  ``duration_ms``, ``error``, ``at`` and, for a non-2xx answer only, ``response_excerpt``, its first 256
+  characters redacted; a ``deferred`` or ``abandoned`` entry is no attempt and has no ``n``), ``transaction_id``
+  (the log's filter; a webhook delivery's endpoint id), ``webhook_id`` (a webhook delivery's, written with it by
+  :func:`outbox_put`) and ``expiresAt`` (TTL, 90 days);
+- written by the version before: ``MSG#<delivery_id>`` (the same item for delivery ids that are not time-ordered:
+  uuid4 postbacks and uuid5 webhook deliveries; an attempt made now is appended to its ``attempts``) and
+  ``ATT#<unix ms>#<delivery_id>#<attempt>`` (one attempt each). Both are still read (listing, redelivery) and
+  expire by their TTL within 90 days; nothing writes an ``ATT#`` item any more.
+
+Why one item: the log of a delivery used to cost an attempt item per attempt beside the message item (two write
+units after each POST); appended to the delivery's own item it costs none, and a first delivered attempt keeps
+the item under 1 KB (1 write unit: the message deflated to about 500 bytes, no excerpt for a 2xx).
 
 Spread: the partition is the account id plus a shard (:func:`shard_count`, the template's ``DeliveryShards``, 64
-by default; raise-only, earlier values in ``DELIVERY_SHARDS_BEFORE``) taken from the delivery id, so
-one delivery's items share a partition and one busy merchant's deliveries spread over 64. At 5,000 SALE/s of
-one merchant each SALE writes 3 units on its shard (the claim: 1, the outcome: 1 and the attempt item: 1):
-15,000 / 64 = about 234 units a second per partition, under 50% of DynamoDB's 1,000 (up to about 10,000
-SALE/s). The key attribute keeps its name (renaming it would replace a ``Retain`` table);
-:func:`list_attempts` fans out over the shards and merges, and also reads the unsharded partition of items
-written before the spread, until their 90-day TTL has removed them.
+by default; raise-only, earlier values in ``DELIVERY_SHARDS_BEFORE``) taken from the delivery id, so one busy
+merchant's deliveries spread over 64. At 5,000 SALE/s of one merchant each SALE writes 1 unit on its shard (the
+outcome): 5,000 / 64 = about 78 units a second per partition, under 50% of DynamoDB's 1,000. The
+key attribute keeps its name (renaming it would replace a ``Retain`` table); :func:`list_attempts` fans out over
+the shards and merges, and also reads the unsharded partition of items written before the spread.
 
 The outbox of a new transaction is the Transactions table's stream (issue 29: the transaction item carries the
-postback flag, ``vaultcore.gateway.postbacks``): its message has no ``MSG#`` item until the sender's
-:func:`claim` creates it (the claim's conditions all admit a missing item), so a SALE writes nothing here. A change
-to an existing transaction that sends a postback (a returned ACH debit) writes its message's ``MSG#`` item in the
-same ``TransactWriteItems`` as the change (:func:`outbox_put`), in state ``unsent``, and this table's stream
-(NEW_IMAGE) feeds the same relay (:mod:`vaultcore.postback.relay`). No index, no sweeper, no write to say
-"queued": a new item is in a stream exactly when it is committed.
+postback flag, ``vaultcore.gateway.postbacks``): its delivery has no item until the sender's :func:`finish`
+creates it with the first outcome, so a SALE writes nothing here. A change to an existing transaction that sends a
+postback (a returned ACH debit), and a webhook event, write the delivery's item in the same ``TransactWriteItems``
+as the change (:func:`outbox_put`), in state ``unsent``, and this table's stream (NEW_IMAGE) feeds the same relay
+(:mod:`vaultcore.postback.relay`).
 
 Attempts are counted here, not by SQS's receive count: a receive may be a deferral (the circuit is open) or a
-second copy of one message (a lost SendMessage answer, the relay's retry of a batch), and neither is an attempt.
-:func:`claim` increments ``attempt`` atomically under a lease, so each attempt number is used once per delivery.
-
-A claim is also bound to the SQS message that made it (``holder``: its message id). The relay may queue one
-delivery twice (Lambda retries a batch from its first failed record; a SendMessage whose answer was lost): such a
-*first* copy (no ``requeued`` or ``redelivery`` mark) may claim only a message nobody has claimed yet (state
-``unsent``, or ``pending`` after a redrive) or one it holds itself; any other first copy is refused
-(:class:`Claimed` ``copy``) and acknowledged without a POST. While the item is ``sending`` — an attempt whose
-outcome nobody recorded — only the holder may claim the next attempt (:class:`Claimed` ``held``). So whichever
-copy or bookkeeping write fails, a second copy never makes a second POST; only a crash between a 2xx and the end
-of the invocation can.
-
-The sender pays two calls per delivered message: :func:`claim` before the POST (one conditional UpdateItem:
-refuses a message already delivered or dead-lettered, leases it against a concurrent copy, numbers the attempt)
-and :func:`finish` after it (one BatchWriteItem: the attempt item and the message's new state). Both recognise
-an SDK retry of themselves: the claim by its ``lease_owner`` (random per claim), the batch write by writing the
-same items again.
+second copy of one message, and neither is an attempt. The sender reads the item (:func:`read`, one consistent
+GetItem), POSTs attempt ``attempt + 1`` and records it with ONE conditional UpdateItem (:func:`finish`: the item is
+missing, or its count is below this attempt's number, or the write is this very write's SDK retry, told by its
+``writer``). No claim before the POST: the postback queue is SQS FIFO with one message group per delivery, so SQS
+hands out one message of a delivery at a time, and the read after it sees the outcome of the one before
+(:mod:`vaultcore.postback.sender` says why this is enough). A delivered message therefore costs one write here.
 """
 
 from __future__ import annotations
@@ -51,21 +50,19 @@ import base64
 import hashlib
 import json
 import os
-import time
-import uuid
 import zlib
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from vaultcore import clock
+from vaultcore import clock, ids
 from vaultcore.errors import DependencyError
 from vaultcore.settings import settings
 from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 
-__all__ = ["outbox_put", "load_message", "record_attempt", "list_attempts", "claim", "finish", "mark_delivered",
-           "restart_attempts", "note_deferral", "Claimed", "RETENTION_SECONDS", "DELIVERY_SHARDS", "partition",
-           "shard_count", "earlier_shard_counts",
+__all__ = ["outbox_put", "load_message", "record_attempt", "list_attempts", "read", "finish", "mark_delivered",
+           "restart_attempts", "note_deferral", "Finished", "MARKS", "RETENTION_SECONDS", "DELIVERY_SHARDS",
+           "partition", "shard_count", "earlier_shard_counts", "sort_key", "log_entry",
            "UNSENT", "pack_message", "message_body"]
 
 RETENTION_SECONDS = 90 * 86400
@@ -115,20 +112,27 @@ def _partitions(account_id: str, delivery_id: str) -> list[str]:
                                                                              *earlier_shard_counts())))
 
 
+def sort_key(delivery_id: str) -> str:
+    """The sort key of a delivery's item: ``DLV#`` for a time-ordered delivery id, else the ``MSG#`` of the items
+    the version before wrote (a uuid4 postback still queued or listed at the upgrade; a uuid5 webhook delivery),
+    so one delivery always has one item, whichever version wrote it first."""
+    return f"DLV#{delivery_id}" if ids.is_time_ordered(delivery_id) else f"MSG#{delivery_id}"
+
+
 def _key(account_id: str, delivery_id: str) -> dict[str, Any]:
     """The key of a delivery's message item: under the current count, unless (after a raise of the count) the
     item exists under an earlier one. One consistent GetItem per earlier partition, only while
     ``DELIVERY_SHARDS_BEFORE`` names counts that put this delivery elsewhere: an item never moves, and the
-    conditions of :func:`claim` read it, so it must be the same item whichever count is current."""
+    conditions of :func:`finish` read it, so it must be the same item whichever count is current."""
     candidates = _partitions(account_id, delivery_id)
     for value in candidates[1:]:
-        key = to_item({"account_id": value, "attempt_key": f"MSG#{delivery_id}"})
+        key = to_item({"account_id": value, "attempt_key": sort_key(delivery_id)})
         with aws_errors("delivery log read"):
             found = dynamodb().get_item(TableName=_table(), Key=key, ConsistentRead=True,
                                         ProjectionExpression="attempt_key").get("Item")
         if found:
             return key
-    return to_item({"account_id": candidates[0], "attempt_key": f"MSG#{delivery_id}"})
+    return to_item({"account_id": candidates[0], "attempt_key": sort_key(delivery_id)})
 
 
 def _account_of(key_value: str) -> str:
@@ -137,7 +141,7 @@ def _account_of(key_value: str) -> str:
 
 def pack_message(message: dict[str, Any]) -> bytes:
     """The stored form of a message: its JSON, deflated. A SALE's message with the token fields is about 930
-    bytes of JSON (an item of 1.2 KB once claimed: 2 write units per write), about 500 deflated (the item stays
+    bytes of JSON (an item of 1.2 KB once attempted: 2 write units per write), about 500 deflated (the item stays
     under 1 KB: 1 unit). Every write of the item pays for its whole size, so this halves the delivery's units."""
     return zlib.compress(json.dumps(message, separators=(",", ":")).encode(), 6)
 
@@ -163,16 +167,18 @@ def outbox_put(message: dict[str, Any], writer: str) -> dict[str, Any]:
     """
     now = int(clock.now())
     item = {"account_id": partition(message["account_id"], message["delivery_id"]),
-            "attempt_key": f"MSG#{message['delivery_id']}", "message": pack_message(message),
-            "state": UNSENT, "attempt": 0, "expiresAt": now + RETENTION_SECONDS, "writer": writer}
+            "attempt_key": sort_key(str(message["delivery_id"])), "message": pack_message(message),
+            "state": UNSENT, "attempt": 0, "transaction_id": str(message.get("transaction_id") or ""),
+            "expiresAt": now + RETENTION_SECONDS, "writer": writer,
+            **({"webhook_id": str(message["webhook_id"])} if message.get("webhook_id") else {})}
     return {"TableName": _table(), "Item": to_item(item),
             "ConditionExpression": "attribute_not_exists(attempt_key) OR writer = :w",
             "ExpressionAttributeValues": to_item({":w": writer})}
 
 
 def restart_attempts(body: str) -> None:
-    """Before a dead-lettered message is queued again (the operator's redrive): a new count of attempts, and no
-    holder, so that the redriven copy may claim it (state ``pending``).
+    """Before a dead-lettered message is queued again (the operator's redrive): a new count of attempts (state
+    ``pending``), so that the redriven copy makes the schedule's attempts again.
 
     Only a message that is not delivered is reset (a delivered one stays delivered: its copy is skipped).
     """
@@ -184,6 +190,7 @@ def restart_attempts(body: str) -> None:
     try:
         with aws_errors("delivery log update"):
             dynamodb().update_item(TableName=_table(), Key=key,
+                                   # (holder: the claim of the version before)
                                    UpdateExpression="SET #s = :pending, attempt = :zero REMOVE holder",
                                    ConditionExpression="attribute_exists(attempt_key) AND #s <> :delivered",
                                    ExpressionAttributeNames={"#s": "state"},
@@ -194,8 +201,8 @@ def restart_attempts(body: str) -> None:
 
 
 def load_message(account_id: str, delivery_id: str) -> dict[str, Any] | None:
-    """The message item (its shard's partition; else the unsharded one of an item written before the spread)."""
-    keys = [to_item({"account_id": value, "attempt_key": f"MSG#{delivery_id}"})
+    """The delivery's item (its shard's partition; else the unsharded one of an item written before the spread)."""
+    keys = [to_item({"account_id": value, "attempt_key": sort_key(delivery_id)})
             for value in (*_partitions(account_id, delivery_id), account_id)]
     for key in keys:
         with aws_errors("delivery log read"):
@@ -205,243 +212,269 @@ def load_message(account_id: str, delivery_id: str) -> dict[str, Any] | None:
     return None
 
 
-def _attempt_item(account_id: str, delivery_id: str, transaction_id: str, attempt: int, status: str,
-                  http_status: int | None, duration_ms: float, error: str | None, excerpt: str, now: float
-                  ) -> dict[str, Any]:
-    return {"account_id": partition(_account_of(account_id), delivery_id),
-            "attempt_key": f"ATT#{int(now * 1000):013d}#{delivery_id}#{attempt:03d}",
-            "delivery_id": delivery_id, "transaction_id": transaction_id, "attempt": attempt, "status": status,
-            "http_status": http_status, "duration_ms": round(duration_ms, 1), "error": error,
-            "response_excerpt": excerpt, "at": int(now), "expiresAt": int(now) + RETENTION_SECONDS}
+#: The largest receiver's answer kept in a log entry (characters, redacted by the sender).
+EXCERPT_CHARS = 256
+#: Log entries that are not attempts: no ``n`` stored (numbered with the attempt they put off when listed).
+NOT_ATTEMPTS = ("deferred", "abandoned")
 
 
-def record_attempt(account_id: str, delivery_id: str, transaction_id: str, attempt: int, status: str,
-                   http_status: int | None, duration_ms: float, error: str | None, excerpt: str) -> None:
-    item = _attempt_item(account_id, delivery_id, transaction_id, attempt, status, http_status, duration_ms, error,
-                         excerpt, clock.now())
-    with aws_errors("delivery log write"):
-        dynamodb().put_item(TableName=_table(), Item=to_item(item))
+def log_entry(status: str, now: float, *, attempt: int | None = None, http_status: int | None = None,
+              duration_ms: float = 0.0, error: str | None = None, excerpt: str = "") -> dict[str, Any]:
+    """One entry of a delivery's ``attempts`` list. Absent values are left out and the receiver's answer is kept
+    only for a non-2xx (a 2xx's says nothing the status does not), so a first delivered attempt adds about 60
+    bytes and the item stays under 1 KB (1 write unit)."""
+    entry: dict[str, Any] = {"status": status, "at": int(now)}
+    if attempt is not None:
+        entry["n"] = attempt
+    if http_status is not None:
+        entry["http_status"] = http_status
+    if duration_ms:
+        entry["duration_ms"] = round(duration_ms, 1)
+    if error:
+        entry["error"] = error
+    if excerpt and not (http_status is not None and 200 <= http_status < 300):
+        entry["response_excerpt"] = excerpt[:EXCERPT_CHARS]
+    return entry
 
 
-class Claimed(Exception):
-    """The message cannot be attempted now: ``reason`` is ``delivered``, ``dead-lettered``, ``leased``
-    (``lease_until``, epoch seconds), ``held`` (another SQS message's attempt has no recorded outcome: only that
-    message may make the next one) or ``copy`` (a first copy of a message another first copy has claimed)."""
-
-    def __init__(self, reason: str, lease_until: float = 0.0) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.lease_until = lease_until
+_APPEND = "attempts = list_append(if_not_exists(attempts, :empty), :entry)"
 
 
-def _ids(stored: dict[str, Any]) -> tuple[str, str, str]:
-    """(account id, delivery id, transaction id) of a stored message item: from its key and its message."""
-    delivery_id = str(stored["attempt_key"]).removeprefix("MSG#")
-    try:
-        transaction_id = str(json.loads(message_body(stored) if stored.get("message") else "{}")
-                             .get("transaction_id") or "")
-    except (ValueError, zlib.error):
-        transaction_id = ""
-    return _account_of(str(stored["account_id"])), delivery_id, transaction_id
-
-
-#: The message is stored by every update (a redelivered message whose item has expired is stored again).
-_MESSAGE_SET = "message = :m, expiresAt = :exp"
-#: The lease: none, or expired.
-_UNLEASED = "(attribute_not_exists(lease_until) OR lease_until < :now)"
-#: Not finished: never delivered, never dead-lettered (explicit redeliveries skip this).
-_OPEN = "(attribute_not_exists(#s) OR NOT (#s IN (:delivered, :dead)))"
-#: No attempt without a recorded outcome, unless this SQS message made it (redeliveries skip this).
-_NOT_HELD = "(attribute_not_exists(holder) OR holder = :holder OR #s <> :sending)"
-#: A first copy (queued by the stream relay): nobody has claimed the message yet, or this SQS message did.
-_UNCLAIMED = "(attribute_not_exists(#s) OR #s IN (:unsent, :pending) OR holder = :holder)"
-
-
-def _update_message(message: dict[str, Any], now: float, what: str, redelivery: bool, set_clause: str,
-                    values: dict[str, Any], holder: str | None = None, remove: str = "",
-                    first: bool = False) -> tuple[bool, dict[str, Any]]:
-    """One conditional UpdateItem of a message's MSG item: the item is neither leased by another copy nor,
-    unless ``redelivery``, delivered or dead-lettered, nor (``holder`` given, unless ``redelivery``) waiting for
-    another SQS message's unrecorded attempt, nor (``first``, ``holder`` given) claimed by another first copy.
-
-    ``(True, item after)``, or ``(False, item as it was)`` when the condition failed.
-    """
-    original = {k: v for k, v in message.items() if k not in ("redelivery", "requeued")}
-    values = {":m": pack_message(original), ":exp": int(now) + RETENTION_SECONDS,
-              ":now": round(now, 3), **values}
-    condition = _UNLEASED
-    if not redelivery:
-        condition = f"{_OPEN} AND {condition}"
-        values.update({":delivered": "delivered", ":dead": "dead-lettered"})
-        if holder is not None:
-            condition = f"{condition} AND {_UNCLAIMED if first else _NOT_HELD}"
-            values[":holder"] = holder
-            if first:
-                values.update({":unsent": UNSENT, ":pending": "pending"})
-            else:
-                values[":sending"] = "sending"
-    try:
-        with aws_errors(what):
-            out = dynamodb().update_item(
-                TableName=_table(), Key=_key(str(message["account_id"]), str(message["delivery_id"])),
-                UpdateExpression=f"SET {set_clause}, {_MESSAGE_SET}" + (f" REMOVE {remove}" if remove else ""),
-                ConditionExpression=condition, ExpressionAttributeNames={"#s": "state"},
-                ExpressionAttributeValues=to_item(values), ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD")
-    except ConditionFailed as exc:
-        return False, from_item(getattr(exc.__cause__, "response", {}).get("Item")) or {}
-    return True, from_item(out.get("Attributes")) or {}
-
-
-def _refusal(old: dict[str, Any], redelivery: bool, now: float, first: bool = False,
-             holder: str | None = None) -> Claimed:
-    if first and holder is not None and old.get("state") not in (None, UNSENT, "pending") \
-            and old.get("holder") != holder:
-        # another first copy claimed it: this one is the relay's duplicate (also of a message dead-lettered
-        # since: that one is in the dead-letter queue already, a copy must not join it)
-        return Claimed("copy")
-    if not redelivery and old.get("state") in ("delivered", "dead-lettered"):
-        return Claimed(str(old["state"]))
-    lease_until = float(old.get("lease_until") or 0)
-    if lease_until >= now or redelivery:
-        return Claimed("leased", lease_until)
-    return Claimed("held")  # not leased, not finished: another message's attempt has no recorded outcome
-
-
-def is_first_copy(message: dict[str, Any]) -> bool:
-    """Queued by the stream relay (not a requeued copy of the sender's, nor an operator's redelivery)."""
-    return not int(message.get("redelivery", 0) or 0) and not int(message.get("requeued", 0) or 0)
-
-
-def claim(message: dict[str, Any], lease_seconds: float, *, redelivery: bool = False,
-          holder: str | None = None) -> dict[str, Any]:
-    """Before an attempt (one conditional UpdateItem): store the message, lease it, number the attempt.
-
-    Returns the stored item; its ``attempt`` is this attempt's number (1 for the first POST). Raises
-    :class:`Claimed` when the message was delivered or dead-lettered already (unless this is an explicit
-    redelivery), another copy holds an unexpired lease (SQS standard queues may hand one message out twice),
-    (``holder``: this SQS message's id) another SQS message made the last attempt and nobody recorded its
-    outcome, or (a first copy: :func:`is_first_copy`) another first copy of the message claimed it. The lease
-    ends with the invocation, so a crash only delays the next attempt.
-
-    A retry of this very update (its answer lost after it was applied) fails the lease condition against its
-    own lease; ``lease_owner`` says it is ours, and the item as it was is this claim's result (no second count).
-    """
+def record_attempt(message: dict[str, Any], status: str, error: str | None) -> None:
+    """A log entry that is no attempt (``abandoned``: nothing to send it to), appended to the delivery's item (one
+    UpdateItem, which creates the item with its message if it is missing, so that it can be redelivered)."""
     now = clock.now()
-    owner = uuid.uuid4().hex
-    first = holder is not None and not redelivery and is_first_copy(message)
-    set_clause = ("#s = :sending, lease_until = :lease, lease_owner = :owner, "
-                  "attempt = if_not_exists(attempt, :zero) + :one")
-    values: dict[str, Any] = {":lease": round(now + lease_seconds, 3), ":owner": owner, ":sending": "sending",
-                              ":zero": 0, ":one": 1}
-    if holder is not None:
-        set_clause += ", holder = :holder"
-        values[":holder"] = holder
-    ok, item = _update_message(message, now, "delivery claim", redelivery, set_clause, values, holder,
-                               remove="" if holder is not None else "holder", first=first)
-    if not ok and item.get("lease_owner") != owner:
-        raise _refusal(item, redelivery, now, first, holder)
-    return item
-
-
-def mark_delivered(stored: dict[str, Any], attempt: int) -> None:
-    """The receiver answered 2xx and :func:`finish` failed: one UpdateItem that records the message delivered
-    (no attempt item), by the claim's own ``lease_owner``. A second chance at the write that stops later POSTs."""
-    now = int(clock.now())
+    original = {k: v for k, v in message.items() if k not in MARKS}
     with aws_errors("delivery log write"):
         dynamodb().update_item(
-            TableName=_table(), Key=to_item({"account_id": stored["account_id"], "attempt_key": stored["attempt_key"]}),
-            UpdateExpression="SET #s = :delivered, attempt = :a, last_attempt_at = :now, delivered_at = :now "
-                             "REMOVE lease_until, lease_owner",
-            ConditionExpression="lease_owner = :owner OR #s = :delivered",
+            TableName=_table(), Key=_key(str(message["account_id"]), str(message["delivery_id"])),
+            UpdateExpression=f"SET {_APPEND}, message = if_not_exists(message, :m), transaction_id = :t, "
+                             "expiresAt = :exp",
+            ExpressionAttributeValues=to_item({":empty": [], ":entry": [log_entry(status, now, error=error)],
+                                               ":m": pack_message(original),
+                                               ":t": str(message.get("transaction_id") or ""),
+                                               ":exp": int(now) + RETENTION_SECONDS}))
+
+
+class Finished(Exception):
+    """A deferral refused: the delivery is ``state`` already (delivered or dead-lettered) by an earlier copy."""
+
+    def __init__(self, state: str) -> None:
+        super().__init__(state)
+        self.state = state
+
+
+#: The marks a copy of a message carries (an operator's redelivery, the sender's fresh copy and its time), which
+#: are not part of the stored message.
+MARKS = ("redelivery", "requeued", "not_before", "attempted")
+
+
+def _stored_key(message: dict[str, Any], stored: dict[str, Any] | None) -> dict[str, Any]:
+    """The key of the delivery's item: the item :func:`read` found, else a new one under the current count."""
+    if stored and stored.get("attempt_key"):
+        return to_item({"account_id": stored["account_id"], "attempt_key": stored["attempt_key"]})
+    return to_item({"account_id": partition(str(message["account_id"]), str(message["delivery_id"])),
+                    "attempt_key": sort_key(str(message["delivery_id"]))})
+
+
+def _message_values(message: dict[str, Any], now: float) -> dict[str, Any]:
+    """The message stored by every write (a delivery whose item does not exist yet, or has expired, is stored with
+    its first outcome), the transaction id the log's filter reads, and the TTL."""
+    original = {k: v for k, v in message.items() if k not in MARKS}
+    return {":m": pack_message(original), ":t": str(message.get("transaction_id") or ""),
+            ":exp": int(now) + RETENTION_SECONDS}
+
+
+def read(message: dict[str, Any]) -> dict[str, Any] | None:
+    """The delivery's item, read before an attempt: one consistent GetItem (the version before's ``MSG#`` item for
+    an id that is not time-ordered; under an earlier shard count while ``DELIVERY_SHARDS_BEFORE`` names one).
+    None when the delivery has no item yet (a postback relayed from the Transactions stream)."""
+    key = _key(str(message["account_id"]), str(message["delivery_id"]))
+    with aws_errors("delivery log read"):
+        out = dynamodb().get_item(TableName=_table(), Key=key, ConsistentRead=True)
+    return from_item(out.get("Item")) if out.get("Item") else None
+
+
+def finish(message: dict[str, Any], stored: dict[str, Any] | None, attempt: int, status: str,
+           http_status: int | None, duration_ms: float, error: str | None, excerpt: str, writer: str) -> None:
+    """After an attempt: ONE conditional UpdateItem of the delivery's item, which it creates when missing — the
+    message, the log entry appended, the new state (delivered, failed or dead-lettered) and the attempt count.
+
+    ``stored`` is what :func:`read` returned before the attempt, and ``attempt`` its count plus one. Condition: the
+    item is missing, or its count is below ``attempt`` (no other write recorded this attempt number: SQS FIFO hands
+    out one message of a delivery at a time, so none should have), or ``writer`` (random per attempt) is this very
+    write's — an SDK retry after its answer was lost, refused by the count, is recognised by ``writer`` in the item
+    as it was, and not appended twice.
+    """
+    now = clock.now()
+    entry = log_entry(status, now, attempt=attempt, http_status=http_status, duration_ms=duration_ms, error=error,
+                      excerpt=excerpt)
+    values: dict[str, Any] = {**_message_values(message, now), ":status": status, ":a": attempt, ":now": int(now),
+                              ":w": writer, ":empty": [], ":entry": [entry]}
+    delivered = ", delivered_at = :now" if status == "delivered" else ""
+    try:
+        with aws_errors("delivery log write"):
+            dynamodb().update_item(
+                TableName=_table(), Key=_stored_key(message, stored),
+                UpdateExpression=f"SET #s = :status, attempt = :a, last_attempt_at = :now, writer = :w, {_APPEND}, "
+                                 f"message = :m, transaction_id = :t, expiresAt = :exp{delivered} "
+                                 # the claim's attributes of a MSG# item of the version before
+                                 "REMOVE lease_until, lease_owner, holder",
+                ConditionExpression="attribute_not_exists(attempt_key) OR attempt < :a",
+                ExpressionAttributeNames={"#s": "state"}, ExpressionAttributeValues=to_item(values),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD")
+    except ConditionFailed as exc:
+        old = from_item(getattr(exc.__cause__, "response", {}).get("Item")) or {}
+        if old.get("writer") == writer:
+            return  # this very write, applied before its answer was lost
+        raise DependencyError("Internal error: delivery log write refused: the attempt was recorded already.") \
+            from exc
+
+
+def mark_delivered(message: dict[str, Any], stored: dict[str, Any] | None, attempt: int, writer: str) -> None:
+    """The receiver answered 2xx and :func:`finish` failed: one UpdateItem that records the delivery delivered
+    (no log entry), a second chance at the write that stops later copies from POSTing again. Idempotent: the same
+    ``writer`` may write it twice."""
+    now = clock.now()
+    with aws_errors("delivery log write"):
+        dynamodb().update_item(
+            TableName=_table(), Key=_stored_key(message, stored),
+            UpdateExpression="SET #s = :delivered, attempt = :a, last_attempt_at = :now, delivered_at = :now, "
+                             "writer = :w, message = if_not_exists(message, :m), transaction_id = :t, "
+                             "expiresAt = :exp",
+            ConditionExpression="attribute_not_exists(attempt_key) OR attempt < :a OR writer = :w",
             ExpressionAttributeNames={"#s": "state"},
-            ExpressionAttributeValues=to_item({":delivered": "delivered", ":a": attempt, ":now": now,
-                                               ":owner": stored.get("lease_owner") or "-"}))
+            ExpressionAttributeValues=to_item({**_message_values(message, now), ":delivered": "delivered",
+                                               ":a": attempt, ":now": int(now), ":w": writer}))
 
 
-def note_deferral(message: dict[str, Any], reason: str, *, redelivery: bool = False,
-                  holder: str | None = None) -> int:
+def note_deferral(message: dict[str, Any], reason: str, *, redelivery: bool = False) -> int:
     """A message given back without an attempt (its destination's circuit is open, or no time was left).
 
-    Two calls: the message is stored (so it can be redelivered) with state ``deferred`` and its attempt count
-    unchanged — unless it was delivered or dead-lettered already, or another SQS message's attempt has no
-    recorded outcome, or another first copy claimed it (``holder``; :class:`Claimed`), or another copy is being
-    attempted (left as it is) — and the delivery log gets a ``deferred`` entry numbered with the attempt that was
-    put off, which is returned. A first copy becomes the holder: it alone may come back for the attempt.
-    Setting the same state again is harmless: an SDK retry needs no identity.
+    One UpdateItem, which creates the item when missing: the message is stored (so it can be redelivered) with
+    state ``deferred``, its attempt count unchanged and a ``deferred`` entry appended to its log, unless (not
+    ``redelivery``) it was delivered or dead-lettered already (:class:`Finished`). Returns the number of the
+    attempt that was put off.
     """
     now = clock.now()
-    first = holder is not None and not redelivery and is_first_copy(message)
-    set_clause = "#s = :deferred, attempt = if_not_exists(attempt, :zero)"
-    values: dict[str, Any] = {":deferred": "deferred", ":zero": 0}
-    if first:
-        set_clause += ", holder = :holder"
-    ok, stored = _update_message(message, now, "delivery log update", redelivery, set_clause, values, holder,
-                                 first=first)
-    if not ok:
-        refusal = _refusal(stored, redelivery, now, first, holder)
-        if refusal.reason != "leased":
-            raise refusal
-    attempt = int(stored.get("attempt") or 0) + 1
-    record_attempt(message["account_id"], message["delivery_id"], message.get("transaction_id", ""), attempt,
-                   "deferred", None, 0.0, reason, "")
-    return attempt
-
-
-def finish(stored: dict[str, Any], attempt: int, status: str, http_status: int | None, duration_ms: float,
-           error: str | None, excerpt: str) -> None:
-    """After an attempt (one BatchWriteItem): the attempt item, and the message item with its new state.
-
-    ``stored`` is the item :func:`claim` returned; this copy holds the lease, so writing the whole item back is
-    safe (and drops the lease). ``status``: delivered, failed or dead-lettered.
-    """
-    now = clock.now()
-    account_id, delivery_id, transaction_id = _ids(stored)
-    attempt_item = _attempt_item(account_id, delivery_id, transaction_id, attempt, status, http_status,
-                                 duration_ms, error, excerpt, now)
-    message_item = {k: v for k, v in stored.items() if k not in ("lease_until", "lease_owner")}
-    message_item.update({"state": status, "attempt": attempt, "last_attempt_at": int(now)})
-    if status == "delivered":
-        message_item["delivered_at"] = int(now)
-    requests = [{"PutRequest": {"Item": to_item(attempt_item)}}, {"PutRequest": {"Item": to_item(message_item)}}]
-    for retry in range(4):
-        with aws_errors("delivery log write"):
-            out = dynamodb().batch_write_item(RequestItems={_table(): requests})
-        requests = (out.get("UnprocessedItems") or {}).get(_table()) or []
-        if not requests:
-            return
-        time.sleep(0.05 * 2 ** retry)  # throttled: DynamoDB asks to retry the rest with backoff
-    raise DependencyError("Internal error: delivery log write failed.")
+    values: dict[str, Any] = {**_message_values(message, now), ":deferred": "deferred", ":zero": 0,
+                              ":empty": [], ":entry": [log_entry("deferred", now, error=reason)]}
+    condition = None
+    if not redelivery:
+        condition = "attribute_not_exists(#s) OR NOT (#s IN (:delivered, :dead))"
+        values.update({":delivered": "delivered", ":dead": "dead-lettered"})
+    kwargs: dict[str, Any] = {"ConditionExpression": condition} if condition else {}
+    try:
+        with aws_errors("delivery log update"):
+            out = dynamodb().update_item(
+                TableName=_table(), Key=_key(str(message["account_id"]), str(message["delivery_id"])),
+                UpdateExpression=f"SET #s = :deferred, attempt = if_not_exists(attempt, :zero), {_APPEND}, "
+                                 "message = :m, transaction_id = :t, expiresAt = :exp",
+                ExpressionAttributeNames={"#s": "state"}, ExpressionAttributeValues=to_item(values),
+                ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD", **kwargs)
+    except ConditionFailed as exc:
+        old = from_item(getattr(exc.__cause__, "response", {}).get("Item")) or {}
+        raise Finished(str(old.get("state") or "delivered")) from exc
+    return int((from_item(out.get("Attributes")) or {}).get("attempt") or 0) + 1
 
 
 #: Concurrent queries of one listing's fan-out over the shards.
 LIST_WORKERS = 8
 
 
-def _query_attempts(key_value: str, filters: dict[str, str], limit: int) -> list[dict[str, Any]]:
-    """One partition's attempt items, newest first, at most ``limit`` (after the filters)."""
-    kwargs: dict[str, Any] = {"TableName": _table(), "ScanIndexForward": False,
-                              "KeyConditionExpression": "account_id = :a AND begins_with(attempt_key, :p)",
-                              "ExpressionAttributeValues": {":a": {"S": key_value}, ":p": {"S": "ATT#"}}}
-    if filters:
-        kwargs["FilterExpression"] = " AND ".join(f"{name} = :{name[0]}" for name in filters)
-        kwargs["ExpressionAttributeValues"].update({f":{name[0]}": {"S": v} for name, v in filters.items()})
-    items: list[dict[str, Any]] = []
-    while len(items) < limit:
+def _entries(item: dict[str, Any]) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """A stored item's log entries as (sort key, attempt), the sort key ordering the merged listing: a ``DLV#``
+    delivery by its id's time (newest delivery first), then its entries (newest first); the version before's
+    ``MSG#`` entries and ``ATT#`` items, all older than any ``DLV#`` delivery, by their own time."""
+    key = str(item.get("attempt_key") or "")
+    if key.startswith("ATT#"):
+        _, millis, delivery_id, _n = key.split("#", 3)
+        view = {"delivery_id": delivery_id, "transaction_id": item.get("transaction_id"),
+                "attempt": item.get("attempt"), "status": item.get("status"), "http_status": item.get("http_status"),
+                "duration_ms": item.get("duration_ms"), "error": item.get("error"),
+                "response_excerpt": item.get("response_excerpt") or "", "at": item.get("at")}
+        return [((0, int(millis), delivery_id, 0), view)]
+    delivery_id = key.split("#", 1)[1]
+    out: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    previous = 0
+    for i, entry in enumerate(item.get("attempts") or []):
+        n = entry.get("n")
+        number = int(n) if n is not None else previous + 1  # a deferral: the attempt it put off
+        if n is not None:
+            previous = int(n)
+        view = {"delivery_id": delivery_id, "transaction_id": item.get("transaction_id"), "attempt": number,
+                "status": entry.get("status"), "http_status": entry.get("http_status"),
+                "duration_ms": entry.get("duration_ms", 0.0 if entry.get("status") in NOT_ATTEMPTS else None),
+                "error": entry.get("error"), "response_excerpt": entry.get("response_excerpt") or "",
+                "at": entry.get("at")}
+        order = ((1, ids.uuid_millis(delivery_id), delivery_id, i) if key.startswith("DLV#")
+                 else (0, int(entry.get("at") or 0) * 1000, delivery_id, i))
+        out.append((order, view))
+    return out
+
+
+def _read(kwargs: dict[str, Any], limit: int) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """The log entries of one Query's items, read until ``limit`` of them are certain to be the newest: the Query
+    runs descending, and past the ``DLV#`` items (newest delivery first) nothing newer follows; ``MSG#`` items
+    (the version before's, few: their new entries are newer than every ``ATT#``) are all read."""
+    found: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    newest = 0  # entries of DLV# items
+    while True:
         with aws_errors("delivery log query"):
             out = dynamodb().query(**kwargs)
-        items.extend(from_item(raw) or {} for raw in out.get("Items", []))
+        for raw in out.get("Items", []):
+            item = from_item(raw) or {}
+            key = str(item.get("attempt_key") or "")
+            entries = _entries(item)
+            found.extend(entries)
+            if key.startswith("DLV#"):
+                newest += len(entries)
+                if newest >= limit:
+                    return found
+            elif key.startswith("ATT#") and len(found) >= limit:
+                return found
         if "LastEvaluatedKey" not in out:
-            break
+            return found
         kwargs["ExclusiveStartKey"] = out["LastEvaluatedKey"]
-    return items[:limit]
+
+
+def _query_attempts(key_value: str, filters: dict[str, str], limit: int
+                    ) -> list[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """One partition's log entries, at most its ``limit`` newest after the filters: one Query of the partition,
+    descending (``MSG#``, then ``DLV#``, then ``ATT#`` items: :func:`_read`); with ``delivery_id``, its item and,
+    for an id of the version before, its ``ATT#`` items."""
+    base: dict[str, Any] = {"TableName": _table(), "ScanIndexForward": False,
+                            "KeyConditionExpression": "account_id = :a",
+                            "ExpressionAttributeValues": {":a": {"S": key_value}}}
+    conditions: list[str] = []
+    if filters.get("transaction_id"):
+        conditions.append("transaction_id = :t")
+        base["ExpressionAttributeValues"][":t"] = {"S": filters["transaction_id"]}
+    queries: list[tuple[dict[str, Any], list[str]]] = [(base, [])]  # (Query, its own filter conditions)
+    delivery_id = filters.get("delivery_id")
+    if delivery_id:
+        own = {**base, "KeyConditionExpression": "account_id = :a AND attempt_key = :k",
+               "ExpressionAttributeValues": {**base["ExpressionAttributeValues"],
+                                             ":k": {"S": sort_key(delivery_id)}}}
+        queries = [(own, [])]
+        if not ids.is_time_ordered(delivery_id):  # the version before's attempt items of it
+            queries.append(({**base, "KeyConditionExpression": "account_id = :a AND begins_with(attempt_key, :p)",
+                             "ExpressionAttributeValues": {**base["ExpressionAttributeValues"],
+                                                           ":p": {"S": "ATT#"}, ":d": {"S": delivery_id}}},
+                            ["delivery_id = :d"]))
+    found: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
+    for query, own_conditions in queries:
+        if conditions + own_conditions:
+            query["FilterExpression"] = " AND ".join(conditions + own_conditions)
+        found.extend(_read(query, limit))
+    return found
 
 
 def list_attempts(account_id: str, *, transaction_id: str | None = None, delivery_id: str | None = None,
                   limit: int = 100) -> list[dict[str, Any]]:
-    """The account's attempts, newest first (as before the spread): every shard's newest ``limit``, merged by
-    ``attempt_key`` (``ATT#<unix ms>#...``), plus the unsharded partition of older items. With ``delivery_id``,
-    only that delivery's shards are read (under the current and every earlier count)."""
+    """The account's log, newest delivery first and each delivery's entries newest first (``limit`` counts
+    entries): every shard's newest ``limit``, merged, plus the unsharded partition of older items. With
+    ``delivery_id``, only that delivery's shards are read (under the current and every earlier count)."""
     filters = {k: v for k, v in (("transaction_id", transaction_id), ("delivery_id", delivery_id)) if v}
     if delivery_id:
         partitions = _partitions(account_id, delivery_id)
@@ -451,11 +484,5 @@ def list_attempts(account_id: str, *, transaction_id: str | None = None, deliver
     partitions.append(account_id)  # items written before the spread (gone with their TTL)
     with ThreadPoolExecutor(max_workers=LIST_WORKERS, thread_name_prefix="deliveries") as pool:
         pages = list(pool.map(lambda key: _query_attempts(key, filters, limit), partitions))
-    merged = sorted((item for page in pages for item in page), key=lambda i: str(i["attempt_key"]), reverse=True)
-    out: list[dict[str, Any]] = []
-    for item in merged[:limit]:
-        item.pop("expiresAt", None)
-        item.pop("attempt_key", None)
-        item["account_id"] = account_id
-        out.append(item)
-    return out
+    merged = sorted((entry for page in pages for entry in page), key=lambda e: e[0], reverse=True)
+    return [{**view, "account_id": account_id} for _, view in merged[:limit]]

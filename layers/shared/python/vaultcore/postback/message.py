@@ -20,10 +20,11 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 from typing import Any
 
 __all__ = ["postback_hash", "build_body", "signature_header", "verify_signature", "RETRY_SCHEDULE_SECONDS",
-           "retry_delay", "parse_schedule"]
+           "retry_delay", "parse_schedule", "fifo_ids", "queue_entry", "fresh_copy"]
 
 # Published retry schedule (delay before attempt n+1 after attempt n failed). 12 attempts over about 27 hours,
 # matching the queue's maxReceiveCount of 12; SQS caps one visibility timeout at 12 hours.
@@ -69,3 +70,40 @@ def parse_schedule(text: str | None) -> tuple[int, ...]:
 def retry_delay(attempt: int, schedule: tuple[int, ...] = RETRY_SCHEDULE_SECONDS) -> int:
     """Delay after failed attempt ``attempt`` (1-based); the last delay repeats past the schedule's end."""
     return schedule[min(max(attempt, 1), len(schedule)) - 1]
+
+
+def fifo_ids(body: str | dict[str, Any]) -> dict[str, str]:
+    """The SQS FIFO ids of a postback message (the postback queue, issue 29), for every send of one.
+
+    ``MessageGroupId`` is the delivery id: SQS hands out one message of a group at a time, in order, so two
+    copies of one delivery are never attempted at once. ``MessageDeduplicationId`` is the delivery id and its
+    marks (``redelivery`` n, ``requeued`` n): the same copy sent twice within SQS's 5-minute deduplication interval
+    (a lost SendMessage answer, a retried stream batch) is queued once; an operator's redelivery or the sender's
+    fresh copy is a new message. SQS developer guide, "Exactly-once processing in Amazon SQS" and "Using the
+    message deduplication ID"; at most 128 characters (a UUID and two counters).
+    """
+    message = json.loads(body) if isinstance(body, str) else body
+    delivery_id = str(message["delivery_id"])
+    marks = f"r{int(message.get('redelivery', 0) or 0)}q{int(message.get('requeued', 0) or 0)}"
+    return {"MessageGroupId": delivery_id, "MessageDeduplicationId": f"{delivery_id}.{marks}"}
+
+
+def queue_entry(entry_id: str, body: str) -> dict[str, str]:
+    """One SendMessageBatch entry of a postback message, with its FIFO ids (:func:`fifo_ids`)."""
+    return {"Id": entry_id, "MessageBody": body, **fifo_ids(body)}
+
+
+def fresh_copy(body: str, not_before: float | None = None, attempted: int | None = None) -> str:
+    """The body of a fresh copy of a postback message (the sender's requeue, a dead-letter redrive): ``requeued``
+    + 1, so that it is a new message for SQS FIFO's deduplication (:func:`fifo_ids`), and ``not_before`` (unix
+    seconds; none: at once). FIFO queues refuse a per-message DelaySeconds, so the time travels in the body and a
+    copy received before it is given back unattempted (:mod:`vaultcore.postback.sender`). ``attempted``: the
+    attempts made so far, when the delivery log could not record the last one (the next is ``attempted`` + 1)."""
+    message = json.loads(body)
+    message["requeued"] = int(message.get("requeued", 0) or 0) + 1
+    message.pop("not_before", None)
+    if not_before:
+        message["not_before"] = math.ceil(not_before)
+    if attempted:
+        message["attempted"] = max(attempted, int(message.get("attempted", 0) or 0))
+    return json.dumps(message, separators=(",", ":"))

@@ -14,14 +14,20 @@ Invoked by two event source mappings (template: PostbackOutboxFunction, StreamVi
 Either way an item is in the stream exactly when the write that made it has committed, so nothing can be
 recorded without reaching the queue, no index or sweep is needed, and the relay makes no DynamoDB call.
 
-One SendMessageBatch per ten records. The answer is a partial batch response (ReportBatchItemFailures): the
-sequence numbers of records SQS refused. Lambda then retries the batch from the first of them, so the records
-after it reach the queue a second time; an error of the whole invocation retries the batch (bisected) in the same
-way. A copy is harmless: the postback sender lets only one first copy of a delivery claim it
-(:func:`vaultcore.postback.deliveries.claim`, which creates the delivery's ``MSG#`` item when the message came
-from the Transactions stream), so each attempt is POSTed once. After the mapping's MaximumRetryAttempts the
+One SendMessageBatch per ten records, to the SQS FIFO postback queue: each entry carries its message group (the
+delivery id) and deduplication id (the delivery id and its marks: :func:`vaultcore.postback.message.fifo_ids`).
+The answer is a partial batch response (ReportBatchItemFailures): the sequence numbers of records SQS refused.
+Lambda then retries the batch from the first of them, so the records after it are sent a second time; an error of
+the whole invocation retries the batch (bisected) in the same way. SQS drops such a second send of the same
+deduplication id within its 5-minute deduplication interval; a copy sent later is in the same message group, so
+SQS hands it out only after the first is deleted, and the sender then reads the delivery ``delivered`` and skips
+it (:mod:`vaultcore.postback.sender`): each attempt is POSTed once. After the mapping's MaximumRetryAttempts the
 batch's description (shard, sequence numbers) goes to the failure destination, from which :func:`redrive` queues
 the messages again (docs/operators/runbooks.md).
+
+The same function forwards the standard postback queue of the release before (its ``LegacyPostbacks`` SQS event,
+one release; :func:`forward`): each message is sent to the FIFO queue with its ids and acknowledged, no attempt
+is made from the old queue.
 """
 
 from __future__ import annotations
@@ -34,10 +40,11 @@ from vaultcore import metrics
 from vaultcore.errors import DependencyError
 from vaultcore.logs import clear_request_context, get_logger, set_request_context
 from vaultcore.postback.deliveries import UNSENT, message_body
+from vaultcore.postback.message import queue_entry
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
 
-__all__ = ["relay", "FILTER_PATTERN", "TRANSACTIONS_FILTER_PATTERN", "redrive", "wanted"]
+__all__ = ["relay", "FILTER_PATTERN", "TRANSACTIONS_FILTER_PATTERN", "redrive", "wanted", "forward"]
 
 _log = get_logger("postback.relay")
 
@@ -106,7 +113,7 @@ def _send(records: list[dict[str, Any]]) -> list[str]:
     sqs = client("sqs")
     for start in range(0, len(records), 10):
         chunk = records[start:start + 10]
-        entries = [{"Id": str(i), "MessageBody": _body(r)} for i, r in enumerate(chunk)]
+        entries = [queue_entry(str(i), _body(r)) for i, r in enumerate(chunk)]
         try:
             out = sqs.send_message_batch(QueueUrl=settings().postback_queue_url, Entries=entries)
         except Exception as exc:  # noqa: BLE001 - the whole chunk is retried by the mapping
@@ -119,9 +126,41 @@ def _send(records: list[dict[str, Any]]) -> list[str]:
     return failed
 
 
+def forward(records: list[dict[str, Any]]) -> list[str]:
+    """The forwarder (one release, issue 29): SQS records of the standard postback queue of the release before,
+    sent to the FIFO queue with their FIFO ids (body unchanged, so a requeued copy keeps its marks); the message
+    ids of those SQS refused, or that are no postback message (they stay in the old queue, then its DLQ)."""
+    failed: list[str] = []
+    sqs = client("sqs")
+    for start in range(0, len(records), 10):
+        chunk = records[start:start + 10]
+        entries = []
+        for i, record in enumerate(chunk):
+            try:
+                entries.append(queue_entry(str(i), str(record["body"])))
+            except (ValueError, KeyError, TypeError):
+                failed.append(str(record.get("messageId")))
+        if not entries:
+            continue
+        try:
+            out = sqs.send_message_batch(QueueUrl=settings().postback_queue_url, Entries=entries)
+        except Exception as exc:  # noqa: BLE001 - those records stay in the old queue and come back
+            _log.warning("postback forward failed", extra={"error_type": type(exc).__name__, "count": len(entries)})
+            failed.extend(str(chunk[int(e["Id"])]["messageId"]) for e in entries)
+            continue
+        failed.extend(str(chunk[int(e["Id"])]["messageId"]) for e in out.get("Failed") or [])
+    return failed
+
+
 def relay(event: dict[str, Any] | None = None, context: Any = None) -> dict[str, Any]:
     set_request_context(getattr(context, "aws_request_id", None))  # the correlation id of its log lines
     try:
+        messages = [r for r in ((event or {}).get("Records") or [])
+                    if isinstance(r, dict) and r.get("eventSource") == "aws:sqs"]
+        if messages:  # the LegacyPostbacks event: the old standard queue, forwarded
+            failed = forward(messages)
+            _log.info("postbacks forwarded", extra={"count": len(messages) - len(failed), "failed": len(failed)})
+            return {"batchItemFailures": [{"itemIdentifier": message_id} for message_id in failed]}
         records = [r for r in ((event or {}).get("Records") or []) if isinstance(r, dict) and wanted(r)]
         failed = _send(records)
         metrics.relay_batch(relayed=len(records) - len(failed), failed=len(failed))

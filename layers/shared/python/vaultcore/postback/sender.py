@@ -4,40 +4,50 @@ failure tells the consumer when the message should come back (the published retr
 Message (put on the postback queue by the stream relay, from the Transactions or Deliveries stream; never clear
 card data)::
 
-    {"delivery_id": "<uuid>", "account_id": "...", "transaction_id": "...", "created_at": <unix>,
-     "response": {<the postback's responses[] entry>}, "redelivery": <n, optional>, "requeued": <n, optional>}
+    {"delivery_id": "<uuid7>", "account_id": "...", "transaction_id": "...", "created_at": <unix>,
+     "response": {<the postback's responses[] entry>}, "redelivery": <n, optional>, "requeued": <n, optional>,
+     "not_before": <unix s, optional: a fresh copy's earliest attempt>,
+     "attempted": <n, optional: attempts made when the delivery log could not record the last one>}
 
 A message with ``webhook_id`` is a merchant's webhook endpoint's delivery (:mod:`vaultcore.webhooks.outbox`): the
-same claims, retries, breaker, dead-letter queue and log; only its destination, body and signing secrets come from
+same retries, breaker, dead-letter queue and log; only its destination, body and signing secrets come from
 :mod:`vaultcore.webhooks.delivery` instead of the account's postback settings.
 
 Success is any 2xx within 10 seconds. A non-2xx answer, a timeout or a connection failure is a failed attempt:
 the message becomes visible again after ``retry_delay(attempt)`` seconds (the consumer changes its visibility);
 after ``maxReceiveCount`` failed attempts it goes to the dead-letter queue (the queue's redrive policy is the one
-source of that number). Attempts are counted by the delivery log (:func:`deliveries.claim`), not by SQS's
-receive count, which also counts deferrals and second copies of a message (issue 18): when a message's receives
-run out before its attempts do, a fresh copy is queued; when its attempts run out before its receives, it is
-sent to the dead-letter queue directly.
+source of that number). Attempts are counted by the delivery log (:mod:`vaultcore.postback.deliveries`), not by
+SQS's receive count, which also counts deferrals and early receives (issue 18): when a message's receives run out
+before its attempts do, a fresh copy is queued (``requeued`` + 1, and ``not_before``: SQS FIFO has no per-message
+delay, so a copy received before its time is given back with the time left as its visibility, no attempt, no
+write); when its attempts run out before its receives, it is sent to the dead-letter queue directly.
 
-Isolation per destination (issue 12): the consumer runs a batch's messages concurrently, and each attempt's
-timeout is ``min(10 s, time left in the invocation - RESERVE_SECONDS)``. A destination (scheme, host, port)
-that stops answering opens its circuit (:mod:`vaultcore.postback.breaker`): its messages are then deferred
-without an attempt and without using one up — given back with the retry schedule's delay — so they hold up
-nobody.
+Isolation per destination (issue 12): the consumer runs a batch's messages concurrently (one worker per message
+group), and each attempt's timeout is ``min(10 s, time left in the invocation - RESERVE_SECONDS)``. A destination
+(scheme, host, port) that stops answering opens its circuit (:mod:`vaultcore.postback.breaker`): its messages are
+then deferred without an attempt and without using one up — given back with the retry schedule's delay — so they
+hold up nobody.
 
-AWS calls (issue 13): the account's postback settings (URL, access key, signing secret) are cached per
-container for ``RECORD_CACHE_SECONDS``; a delivered message then costs two DynamoDB calls
-(:func:`deliveries.claim` and :func:`deliveries.finish`). The claim also stops a message already delivered
-from being POSTed again (an SQS redelivery after a crash or a duplicate copy); explicit redeliveries skip that
-check.
+AWS calls (issue 13, issue 29): the account's postback settings are cached per container for
+``RECORD_CACHE_SECONDS``; a delivered message then costs one consistent GetItem (:func:`deliveries.read`: a
+delivery already delivered is not POSTed again, unless this is an operator's redelivery) and ONE write,
+:func:`deliveries.finish`, after the POST. There is no claim before the POST, and that is safe because the postback
+queue is SQS FIFO (template: PostbackFifoQueue) with one message group per delivery (SQS Developer Guide, "Amazon
+SQS FIFO queues": "Exactly-once processing", "Using the message deduplication ID", "Using the message group ID"):
 
-Copies: the claim is bound to the SQS message that makes it (its message id). The stream relay may queue one
-delivery twice; the first of those copies to claim it makes every attempt, and the other is acknowledged without
-a POST (:class:`deliveries.Claimed` ``copy``). When the receiver has
-answered 2xx and the delivery-log write after it fails, the message is acknowledged all the same and the
-claim stays ``sending``: another copy of the message is then refused (``held``) and acknowledged without a POST.
-Only the claiming message itself, if it comes back (it was not acknowledged: no 2xx was seen, or the invocation
-died), makes the next attempt.
+* the relay's repeated sends of one delivery (a lost SendMessageBatch answer, a retried stream batch) carry one
+  deduplication id, and SQS accepts them but delivers one message within its 5-minute deduplication interval;
+* any later copy (a send after those 5 minutes, the admin's requeue, the sender's fresh copy) is in the same
+  message group: SQS returns no message of a group while another of it is in flight, so the copy is handed out
+  only after the first was deleted (acknowledged: its outcome is recorded, and this read sees ``delivered``) or
+  came back visible (its invocation ended: it is over);
+* one in-flight message per delivery, the function's 30-second timeout below the queue's 180-second visibility
+  timeout: no two invocations hold one delivery at once, so ``read`` then ``finish`` is never interleaved with
+  another attempt of it. ``finish``'s condition (the attempt number is still unused) guards the rule anyway.
+
+The one remaining second POST, as before: the receiver answers 2xx and the invocation dies (or both delivery-log
+writes fail) before ``delivered`` is recorded; the message comes back and is POSTed again with the same
+``Vault-Delivery-Id``, which receivers deduplicate on (docs/integrators/webhooks.md).
 """
 
 from __future__ import annotations
@@ -47,6 +57,7 @@ import math
 import os
 import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -60,7 +71,7 @@ from vaultcore.net.http import EgressConnectionError, EgressTimeout, SafeHttpCli
 from vaultcore.net.ssrf import EgressPolicy
 from vaultcore.postback import deliveries
 from vaultcore.postback.breaker import DEFER, PROBE, CircuitBreaker, destination_of
-from vaultcore.postback.message import build_body, parse_schedule, retry_delay, signature_header
+from vaultcore.postback.message import build_body, fifo_ids, fresh_copy, parse_schedule, retry_delay, signature_header
 from vaultcore.postback.target import PostbackTarget
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
@@ -85,8 +96,10 @@ _breaker = CircuitBreaker()
 
 @dataclass(frozen=True)
 class Outcome:
-    """``result``: delivered, skipped, requeued (a fresh copy is queued), dead-lettered (sent to the dead-letter
-    queue) — all acknowledged — or failed, deferred (retry later) or error.
+    """``result``: delivered, skipped, requeued (a fresh copy is queued), failed-requeued (a failed attempt whose
+    log write failed: a fresh copy that carries it is queued), dead-lettered (sent to the dead-letter queue) — all
+    acknowledged — or failed, deferred (retry later), early (a fresh copy received before its
+    ``not_before``), unprocessed (after a record of its message group that was not acknowledged) or error.
 
     ``delay``: the visibility timeout to give the message (seconds), or None to leave it as it is.
     ``dead_letter``: a failed last attempt: the message goes to the dead-letter queue (metrics).
@@ -98,7 +111,7 @@ class Outcome:
 
     @property
     def acknowledged(self) -> bool:
-        return self.result in ("delivered", "skipped", "requeued", "dead-lettered")
+        return self.result in ("delivered", "skipped", "requeued", "failed-requeued", "dead-lettered")
 
 
 def reset_caches() -> None:
@@ -153,35 +166,26 @@ def _is_last(attempt: int, redelivery: bool) -> bool:
     return not redelivery and attempt >= max_receive_count()
 
 
-def _send(queue_url: str, body: str, delay: int = 0) -> bool:
+def _send(queue_url: str, body: str) -> bool:
     try:
-        client("sqs").send_message(QueueUrl=queue_url, MessageBody=body, DelaySeconds=max(0, min(delay, 900)))
+        client("sqs").send_message(QueueUrl=queue_url, MessageBody=body, **fifo_ids(body))
     except Exception as exc:  # noqa: BLE001 - the caller falls back to SQS's own visibility and redrive
         _log.warning("postback requeue failed", extra={"error_type": type(exc).__name__})
         return False
     return True
 
 
-def _requeued(body: str) -> str:
-    """The body of a fresh copy: marked ``requeued``, so that the claim does not take it for a duplicate of the
-    stream relay's (which may claim only an unclaimed message): it takes over from the copy it replaces."""
-    message = json.loads(body)
-    message["requeued"] = int(message.get("requeued", 0) or 0) + 1
-    return json.dumps(message, separators=(",", ":"))
-
-
-def _give_back(result: str, body: str, receive_count: int, delay: int, requeue: bool = True) -> Outcome:
+def _give_back(result: str, body: str, receive_count: int, delay: int) -> Outcome:
     """Retry later: SQS shows the message again after ``delay`` seconds.
 
-    Receives are not attempts (a deferral, a second copy): when this receive is the queue's last before its
-    redrive would move the message to the dead-letter queue, a fresh copy (same body, same delivery id) is
-    queued instead and this one acknowledged, so deferrals never use up the attempts. If that send fails, SQS's
-    redrive takes over: the message waits in the dead-letter queue, lost to nobody. ``requeue`` False: this
-    message holds a claim without a recorded outcome (a fresh copy, another SQS message, could not take it
-    over), so it stays this message: the redrive, then the operator's, takes it.
+    Receives are not attempts (a deferral, an early receive): when this receive is the queue's last before its
+    redrive would move the message to the dead-letter queue, a fresh copy (same delivery id, ``requeued`` + 1, its
+    own deduplication id, ``not_before`` now + ``delay``) is queued instead and this one acknowledged, so
+    deferrals never use up the attempts. If that send fails, SQS's redrive takes over: the message waits in the
+    dead-letter queue, lost to nobody.
     """
-    if requeue and receive_count >= max_receive_count() and _send(settings().postback_queue_url, _requeued(body),
-                                                                  delay):
+    if receive_count >= max_receive_count() and _send(settings().postback_queue_url,
+                                                      fresh_copy(body, clock.now() + delay if delay > 0 else None)):
         return Outcome("requeued")
     return Outcome(result, delay)
 
@@ -197,82 +201,69 @@ def _dead_letter(body: str, receive_count: int, attempted: bool = True) -> Outco
     return Outcome("failed" if attempted else "deferred", retry_delay(1, _schedule()))
 
 
-def _defer(message: dict[str, Any], body: str, receive_count: int, reason: str, redelivery: bool,
-           holder: str | None) -> Outcome:
+def _defer(message: dict[str, Any], body: str, receive_count: int, reason: str, redelivery: bool) -> Outcome:
     try:
-        attempt = deliveries.note_deferral(message, reason, redelivery=redelivery, holder=holder)
-    except deliveries.Claimed as claimed:
-        if claimed.reason == "dead-lettered":
+        attempt = deliveries.note_deferral(message, reason, redelivery=redelivery)
+    except deliveries.Finished as finished:
+        if finished.state == "dead-lettered":
             return _dead_letter(body, receive_count, attempted=False)
-        # delivered already (by an earlier copy), or held by the copy whose attempt has no recorded outcome
-        return Outcome("skipped")
+        return Outcome("skipped")  # delivered already, by an earlier copy
     _log.info("postback deferred", extra={"delivery_id": message["delivery_id"], "account_id": message["account_id"],
                                           "attempt": attempt, "reason": reason})
     return _give_back("deferred", body, receive_count, retry_delay(attempt, _schedule()))
 
 
-def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callable[[], None] | None = None,
-            message_id: str | None = None) -> Outcome:
+def deliver(body: str, receive_count: int, deadline: float,
+            on_delivered: Callable[[], None] | None = None) -> Outcome:
     """Deliver one SQS record before ``deadline`` (a time.monotonic() value: the end of the invocation).
 
     ``on_delivered`` is called as soon as the receiver has answered 2xx, before the delivery log write: if that
     write is still running when the handler must answer, the record is acknowledged all the same. The attempt
-    number (``Vault-Delivery-Attempt``) is the delivery log's count of real POSTs, not SQS's receive count.
-    ``message_id``: the SQS message id, the claim's holder (None: any copy may follow an unrecorded attempt).
+    number (``Vault-Delivery-Attempt``) is the delivery log's count of real POSTs plus one, not SQS's receive count.
     """
     message = json.loads(body)
     account_id, delivery_id = message["account_id"], message["delivery_id"]
-    transaction_id = message.get("transaction_id", "")
+    early = float(message.get("not_before") or 0) - clock.now()
+    if early > 0:
+        # A fresh copy received before its time (FIFO queues take no per-message delay): back when it is due.
+        return Outcome("early", min(43200, math.ceil(early)))
     redelivery = int(message.get("redelivery", 0)) > 0
     webhook_id = message.get("webhook_id")  # a merchant's webhook endpoint (vaultcore.webhooks.outbox)
     target: PostbackTarget | WebhookTarget | None = (
         webhook_target(account_id, str(webhook_id), clock.now()) if webhook_id else _target(account_id))
     if target is None:
         # No postback URL (or webhook endpoint) any more: nothing to deliver; recorded so the operator sees why.
-        deliveries.record_attempt(account_id, delivery_id, transaction_id, receive_count, "abandoned", None, 0.0,
-                                  "no webhook endpoint" if webhook_id else "no postback url", "")
+        deliveries.record_attempt(message, "abandoned", "no webhook endpoint" if webhook_id else "no postback url")
         return Outcome("skipped")
     destination = destination_of(target.url)
     decision = _breaker.before_attempt(destination)
     if decision == DEFER:
-        return _defer(message, body, receive_count, "circuit open", redelivery, message_id)
+        return _defer(message, body, receive_count, "circuit open", redelivery)
     budget = min(DELIVERY_TIMEOUT_SECONDS, deadline - RESERVE_SECONDS - time.monotonic())
     if budget < MIN_ATTEMPT_SECONDS:
         if decision == PROBE:
             _breaker.release_probe(destination)
-        return _defer(message, body, receive_count, "no time left", redelivery, message_id)
+        return _defer(message, body, receive_count, "no time left", redelivery)
     try:
-        stored = deliveries.claim(message, max(1.0, deadline - time.monotonic()) + 1.0, redelivery=redelivery,
-                                  holder=message_id)
-    except deliveries.Claimed as claimed:
-        if decision == PROBE:
-            _breaker.release_probe(destination)
-        if claimed.reason == "delivered":
-            return Outcome("skipped")
-        if claimed.reason == "copy":
-            # The stream relay queued this delivery twice (a retried batch, a lost SendMessage answer) and the
-            # other copy has claimed it: that copy makes every attempt; this one is acknowledged, no POST.
-            _log.info("postback copy skipped: another copy of the relay's claimed it",
-                      extra={"delivery_id": delivery_id, "account_id": account_id})
-            return Outcome("skipped")
-        if claimed.reason == "held":
-            # Another SQS message made the last attempt and its outcome was never recorded: if it was not a 2xx,
-            # that message comes back and attempts again; this copy must not make a second POST (issue 28).
-            _log.info("postback copy skipped: another message holds its last attempt",
-                      extra={"delivery_id": delivery_id, "account_id": account_id})
-            return Outcome("skipped")
-        if claimed.reason == "dead-lettered":
-            return _dead_letter(body, receive_count, attempted=False)  # a copy; its attempts are used up
-        # Another copy of this message is being attempted right now (SQS handed it out twice): look again when
-        # that copy is surely done, or after the schedule's delay if sooner. No attempt, no log entry.
-        lease_left = math.ceil(claimed.lease_until - clock.now())
-        return _give_back("deferred", body, receive_count,
-                          max(1, min(lease_left, retry_delay(receive_count, _schedule()))))
+        stored = deliveries.read(message)
     except BaseException:
         if decision == PROBE:
             _breaker.release_probe(destination)
         raise
-    attempt = int(stored.get("attempt") or 1)
+    state = (stored or {}).get("state")
+    if not redelivery and state in ("delivered", "dead-lettered"):
+        if decision == PROBE:
+            _breaker.release_probe(destination)
+        if state == "dead-lettered":
+            return _dead_letter(body, receive_count, attempted=False)  # a copy; its attempts are used up
+        # delivered by an earlier message of this delivery (a copy queued after SQS's deduplication interval, or
+        # the message itself after a lost acknowledgement): no second POST
+        _log.info("postback copy skipped: delivered already", extra={"delivery_id": delivery_id,
+                                                                      "account_id": account_id})
+        return Outcome("skipped")
+    # the attempts made so far: the delivery log's count, or more when a copy says its attempt's write failed
+    attempt = max(int((stored or {}).get("attempt") or 0), int(message.get("attempted", 0) or 0)) + 1
+    writer = uuid.uuid4().hex  # this attempt's write: its SDK retry is recognised by it
 
     timestamp = int(clock.now())
     if isinstance(target, WebhookTarget):
@@ -306,12 +297,12 @@ def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callab
         if on_delivered is not None:
             on_delivered()
         try:
-            deliveries.finish(stored, attempt, "delivered", status_code, duration_ms, None, excerpt)
+            deliveries.finish(message, stored, attempt, "delivered", status_code, duration_ms, None, excerpt, writer)
         except Exception as exc:  # noqa: BLE001 - the receiver has it: a lost log line beats a second POST
             _log.error("postback delivered, delivery log write failed",
                        extra={**log, "error_type": type(exc).__name__})
-            try:  # a second chance at "delivered"; if it fails too, the claim's holder still stops other copies
-                deliveries.mark_delivered(stored, attempt)
+            try:  # a second chance at "delivered", which stops later copies
+                deliveries.mark_delivered(message, stored, attempt, writer)
             except Exception as again:  # noqa: BLE001
                 _log.error("postback delivered, delivery state write failed",
                            extra={**log, "error_type": type(again).__name__})
@@ -320,13 +311,18 @@ def deliver(body: str, receive_count: int, deadline: float, on_delivered: Callab
     last = _is_last(attempt, redelivery)
     recorded = True
     try:
-        deliveries.finish(stored, attempt, "dead-lettered" if last else "failed", status_code, duration_ms, error,
-                          excerpt)
+        deliveries.finish(message, stored, attempt, "dead-lettered" if last else "failed", status_code, duration_ms,
+                          error, excerpt, writer)
     except Exception as exc:  # noqa: BLE001 - the retry must still be scheduled
         recorded = False
         _log.error("postback delivery log write failed", extra={**log, "error_type": type(exc).__name__})
     _log.warning("postback attempt failed", extra={**log, "reason": error})
     if last:
         return _dead_letter(body, receive_count)
-    return _give_back("failed", body, receive_count, retry_delay(attempt, _schedule()),
-                      requeue=recorded or message_id is None)
+    delay = retry_delay(attempt, _schedule())
+    if not recorded and _send(settings().postback_queue_url,
+                              fresh_copy(body, clock.now() + delay if delay > 0 else None, attempted=attempt)):
+        # The log does not know this attempt: a fresh copy that says so makes the next one attempt + 1, so no
+        # attempt number is POSTed twice (if this send fails too, the number may repeat; nothing is lost).
+        return Outcome("failed-requeued")
+    return _give_back("failed", body, receive_count, delay)

@@ -2,7 +2,7 @@
 X of account A", recorded as a Deliveries ``MSG#`` item (:func:`vaultcore.postback.deliveries.outbox_put`).
 
 From there a webhook delivery is a postback like any other: the table's stream relays the item to the postback
-queue, and the sender claims, POSTs, retries, breaks circuits, dead-letters and logs it. The sender tells a webhook
+queue, and the sender POSTs, retries, breaks circuits, dead-letters and logs it. The sender tells a webhook
 message by its ``webhook_id`` and asks :mod:`vaultcore.webhooks.delivery` for its URL, secrets and body.
 
 Message (the SQS body; no card data: the events carry batch facts only)::
@@ -17,16 +17,17 @@ the log's existing ``transaction_id`` filter (:func:`vaultcore.postback.deliveri
 An event's deliveries are written in the same DynamoDB transaction as the operation that raises it (the
 ``also`` entries of :func:`vaultcore.gateway.store.record_transaction`): a SETTLE-BATCH is never recorded without
 them, and a retry of that write (same writer) writes the same items again. The delivery id is derived from the
-account, the event's own key and the endpoint (UUID 5), so N endpoints make exactly N deliveries per event,
-whatever retries happen on the way.
+account, the event's own key and the endpoint, behind the event's time (:func:`vaultcore.ids.time_ordered_uuid`:
+time-ordered like the postbacks' UUIDv7, so the delivery log lists newest first), so N endpoints make exactly N
+deliveries per event, whatever retries happen on the way.
 """
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from vaultcore import clock
+from vaultcore.ids import time_ordered_uuid, uuid7
 from vaultcore.postback.deliveries import outbox_put
 from vaultcore.store.aws import dynamodb
 from vaultcore.store.ddb import aws_errors
@@ -35,8 +36,6 @@ from vaultcore.webhooks.endpoints import SETTLEMENT, TRANSACTION, subscribed, su
 __all__ = ["message", "deliveries_for", "settlement_deliveries", "settlement_data", "transaction_deliveries",
            "send_test", "TEST_EVENT"]
 
-#: The delivery ids' UUID 5 namespace (fixed: the same event and endpoint always give the same id).
-_NAMESPACE = uuid.UUID("9a4c1a8e-6a53-5b57-9f6e-2f7d0f0c7a31")
 #: What a test delivery reports as its ``event`` (our extension; never registered, sent only on request).
 TEST_EVENT = "VAULT_WEBHOOK_TEST"
 
@@ -56,7 +55,7 @@ def deliveries_for(account_id: str, event: str, event_key: str, data: dict[str, 
     (:func:`vaultcore.webhooks.endpoints.subscribed_cached`), for an operation on the payment path."""
     entries = []
     for webhook_id in (subscribed_cached if cached else subscribed)(account_id, event):
-        delivery_id = str(uuid.uuid5(_NAMESPACE, f"{account_id}:{event}:{event_key}:{webhook_id}"))
+        delivery_id = time_ordered_uuid(created_at, f"{account_id}:{event}:{event_key}:{webhook_id}")
         entries.append({"Put": outbox_put(message(account_id, webhook_id, event, data, delivery_id, created_at),
                                           writer)})
     return entries
@@ -93,7 +92,7 @@ def settlement_deliveries(account_id: str, item: dict[str, Any], writer: str) ->
 def send_test(account_id: str, webhook_id: str) -> str:
     """A test delivery to one endpoint (our extension): one outbox item, relayed and sent like any other; its
     delivery id."""
-    delivery_id = str(uuid.uuid4())
+    delivery_id = uuid7()
     now = int(clock.now())
     put = outbox_put(message(account_id, webhook_id, TEST_EVENT, {"test": True}, delivery_id, now),
                      f"webhook-test-{delivery_id}")

@@ -34,6 +34,7 @@ from typing import Any
 from vaultcore.api.http import Request, Response, json_response
 from vaultcore.errors import NotFound
 from vaultcore.postback import deliveries
+from vaultcore.postback.message import fifo_ids
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
 from vaultcore.store.ddb import aws_errors
@@ -86,10 +87,11 @@ def _redeliver(account_id: str, webhook_id: str, delivery_id: str) -> Response:
     message = json.loads(deliveries.message_body(stored)) if stored else {}
     if message.get("webhook_id") != webhook_id:
         raise NotFound("No delivery with this id for this webhook.")
-    message["redelivery"] = int(message.get("redelivery", 0)) + 1
+    # one redelivery per attempt so far (its own SQS FIFO deduplication id), as the operator's redelivery
+    message["redelivery"] = int((stored or {}).get("attempt") or 0) + 1
+    body = json.dumps(message, separators=(",", ":"))
     with aws_errors("webhook redelivery"):
-        client("sqs").send_message(QueueUrl=settings().postback_queue_url,
-                                   MessageBody=json.dumps(message, separators=(",", ":")))
+        client("sqs").send_message(QueueUrl=settings().postback_queue_url, MessageBody=body, **fifo_ids(body))
     return json_response(202, {"deliveryId": delivery_id, "queued": True})
 
 
