@@ -8,6 +8,13 @@ steps, so two threads of one moto process can both pass the same condition, whic
 behind one lock per process: a model of DynamoDB's semantics at the AWS boundary, not a change of the code
 under test. The local runner and the in-process test fixtures install it; tests that start their own moto
 server call it too.
+
+It also gives moto's SQS FIFO queues their deduplication interval: SQS drops a message whose deduplication id
+was sent in the last 5 minutes, whether or not the first message is still in the queue ("any messages sent with
+the same message deduplication ID are accepted successfully but aren't delivered during the 5-minute
+deduplication interval", the SQS Developer Guide, "Using the message deduplication ID"). moto compares only with
+the messages it still holds, so a copy sent after the first was received and deleted is queued again. The
+postback queue's exactly-once argument (vaultcore.postback.sender) uses the interval as SQS defines it.
 """
 
 from __future__ import annotations
@@ -24,8 +31,11 @@ _OPERATIONS = ("put_item", "update_item", "delete_item", "transact_write_items",
 
 
 def install() -> None:
-    """Idempotent: wraps moto's DynamoDBBackend write and read methods with the process-wide lock."""
+    """Idempotent: wraps moto's DynamoDBBackend write and read methods with the process-wide lock, and gives its
+    SQS FIFO queues the 5-minute deduplication interval."""
     from moto.dynamodb.models import DynamoDBBackend
+
+    _install_fifo_deduplication()
 
     for name in _OPERATIONS:
         method = getattr(DynamoDBBackend, name, None)
@@ -39,3 +49,35 @@ def install() -> None:
         functools.update_wrapper(wrapper, method)
         wrapper._vault_atomic = True  # type: ignore[attr-defined]
         setattr(DynamoDBBackend, name, wrapper)
+
+
+#: SQS's deduplication interval (seconds).
+DEDUPLICATION_SECONDS = 300
+
+
+def _install_fifo_deduplication() -> None:
+    from moto.sqs.models import Queue
+
+    original = Queue.add_message
+    if getattr(original, "_vault_dedup", False):
+        return
+
+    def add_message(self: Any, message: Any) -> None:
+        dedup_id = getattr(message, "deduplication_id", None)
+        if self.fifo_queue and dedup_id:
+            # queue-wide, as moto's own check is (stricter than DeduplicationScope messageGroup; the postback
+            # queue's deduplication ids begin with their message group's id, so both scopes agree there)
+            key = str(dedup_id)
+            sent = float(message.sent_timestamp or 0) / 1000
+            with _LOCK:
+                seen: dict[str, float] = self.__dict__.setdefault("_vault_dedup_ids", {})
+                for old in [k for k, at in seen.items() if sent - at >= DEDUPLICATION_SECONDS]:
+                    del seen[old]
+                if key in seen:
+                    return  # accepted, not delivered: as SQS answers a duplicate within the interval
+                seen[key] = sent
+        original(self, message)
+
+    functools.update_wrapper(add_message, original)
+    add_message._vault_dedup = True  # type: ignore[attr-defined]
+    Queue.add_message = add_message  # type: ignore[method-assign]

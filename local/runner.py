@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import base64
 import errno
+import hashlib
 import importlib.util
 import json
 import os
@@ -304,11 +305,16 @@ class Platform:
 
         on_failure = ((eprops.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination")
         sqs = boto3.client("sqs", region_name=REGION)
+        checkpoint_path = None
+        if self.reuse_resources:  # --aws-endpoint: the stream outlives this runner, so does its checkpoint
+            digest = hashlib.sha256(f"{os.environ['AWS_ENDPOINT_URL']} {eprops['Stream']} {function}".encode())
+            checkpoint_path = self.state_dir / "stream-checkpoints" / f"{digest.hexdigest()[:24]}.json"
         return StreamSource(function, str(eprops["Stream"]), eprops, self._invoke_with_timeout,
                             lambda url, body: sqs.send_message(QueueUrl=url, MessageBody=body),
                             self.queue_urls_by_arn.get(str(on_failure)) if on_failure else None,
                             boto3.client("dynamodbstreams", region_name=REGION),
-                            retry_seconds=float(os.environ.get("LOCAL_STREAM_RETRY_SECONDS", "1")), stop=self._stop)
+                            retry_seconds=float(os.environ.get("LOCAL_STREAM_RETRY_SECONDS", "1")), stop=self._stop,
+                            checkpoint_path=checkpoint_path)
 
     def pump_streams(self) -> int:
         """One pass of every stream event source, in this thread (tests; the runner's threads do it on their own):

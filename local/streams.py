@@ -22,11 +22,12 @@ Like Lambda:
   shard, the first and last sequence numbers, the batch size) goes to ``DestinationConfig.OnFailure`` (an SQS
   queue) and the shard moves on.
 
-The checkpoint (the last sequence number done, per shard) is kept in memory only: a restarted runner reads its
-streams again from TRIM_HORIZON, so every postback still in the stream is queued a second time. That is safe
-because the postback queue is SQS FIFO (one message group per delivery, deduplicated sends) and the sender reads
-the delivery before it POSTs (:mod:`vaultcore.postback.sender`): the copies are acknowledged without a POST. Lambda's own
-checkpoint survives restarts; the difference costs only duplicate SQS messages.
+The checkpoint (the last sequence number done, per shard) is written after every batch done. With
+``checkpoint_path`` (the runner's ``--aws-endpoint`` mode, where the tables outlive the runner: a SIGKILLed runner
+restarts onto the same data) it is also kept in a file, and a restarted runner resumes after it, as Lambda's
+event source mapping resumes after its checkpoint when a function dies: only the batch that was not done is read
+again (and its postbacks queued again, which the FIFO queue's deduplication and the sender's read absorb). Without
+a path (moto in this process or started by the runner, gone with it) memory is enough.
 
 :func:`matches` implements the part of Lambda's filter pattern syntax that templates use: nested objects, a list
 of allowed values (strings, numbers, booleans, null) and the ``prefix``, ``exists`` and ``anything-but``
@@ -38,10 +39,12 @@ from __future__ import annotations
 import base64
 import datetime as _dt
 import json
+import os
 import sys
 import threading
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 __all__ = ["matches", "StreamSource", "lambda_record", "POLL_SECONDS"]
@@ -114,7 +117,7 @@ class StreamSource:
     def __init__(self, function: str, stream_arn: str, properties: dict[str, Any],
                  invoke: Callable[[str, dict[str, Any]], Any], send_failure: Callable[[str, str], Any] | None,
                  failure_destination: str | None, streams: Any, retry_seconds: float = 0.0,
-                 stop: threading.Event | None = None) -> None:
+                 stop: threading.Event | None = None, checkpoint_path: Path | None = None) -> None:
         self.function = function
         self.stream_arn = stream_arn
         self.batch = int(properties.get("BatchSize", 100))
@@ -133,7 +136,10 @@ class StreamSource:
         #: runner waits 1 s first, so a dependency that is down for a few seconds does not use up the retries).
         self.retry_seconds = retry_seconds
         self.stop = stop or threading.Event()
-        self.checkpoints: dict[str, str] = {}  # shard id -> last sequence number done (in memory: see above)
+        self.checkpoint_path = checkpoint_path
+        self.checkpoints: dict[str, str] = {}  # shard id -> last sequence number done (see the module docstring)
+        if checkpoint_path is not None and checkpoint_path.exists():
+            self.checkpoints = {str(k): str(v) for k, v in json.loads(checkpoint_path.read_text()).items()}
         self.lock = threading.Lock()  # one batch at a time per source (Lambda: one per shard, in order)
 
     # ------------------------------------------------------------ reading
@@ -172,7 +178,17 @@ class StreamSource:
                         handled += len(chosen)
                     # the batch is done (delivered or given up): the shard moves on
                     self.checkpoints[shard_id] = raw[-1]["dynamodb"]["SequenceNumber"]
+                    self._save()
             return handled
+
+    def _save(self) -> None:
+        """The checkpoints to their file, replaced whole (a crash leaves the old file or the new one)."""
+        if self.checkpoint_path is None:
+            return
+        self.checkpoint_path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.checkpoint_path.with_suffix(".tmp")
+        partial.write_text(json.dumps(self.checkpoints))
+        os.replace(partial, self.checkpoint_path)
 
     # ------------------------------------------------------------ one batch
     def _deliver(self, shard_id: str, records: list[dict[str, Any]]) -> None:
@@ -198,7 +214,7 @@ class StreamSource:
                 self._give_up(shard_id, records)
                 return
             if self.retry_seconds and self.stop.wait(min(8.0, self.retry_seconds * 2 ** (retries - 1))):
-                return  # the runner is stopping: the batch is not done, and no checkpoint is kept anyway
+                return  # the runner is stopping: the batch is not done, so no checkpoint moves past it
 
     def _first_failed(self, records: list[dict[str, Any]], result: Any) -> int | None:
         if not self.partial or not isinstance(result, dict):

@@ -203,13 +203,13 @@ def stream(monkeypatch):
                               streams=boto3.client("dynamodbstreams", region_name="us-east-1"))
 
 
-def _source(stream, handler, **properties) -> StreamSource:
+def _source(stream, handler, checkpoint_path=None, **properties) -> StreamSource:
     props = {"StartingPosition": "TRIM_HORIZON", "BatchSize": 4, "BisectBatchOnFunctionError": True,
              "FunctionResponseTypes": ["ReportBatchItemFailures"], "MaximumRetryAttempts": 2,
              "FilterCriteria": {"Filters": [{"Pattern": json.dumps({"eventName": ["INSERT"]})}]}, **properties}
     return StreamSource("Fn", stream.arn, props, lambda function, event: handler(event),
                         lambda url, body: stream.sqs.send_message(QueueUrl=url, MessageBody=body), stream.failures,
-                        stream.streams)
+                        stream.streams, checkpoint_path=checkpoint_path)
 
 
 def _put(stream, *keys: str) -> None:
@@ -245,8 +245,40 @@ def test_batches_in_order_filtered_lambda_shaped_and_checkpointed(stream):
     assert source.pump() == 0  # the checkpoint: nothing is read twice
     _put(stream, "f")
     assert source.pump() == 1 and seen[-1] == ["f"]
-    # a restarted runner has no checkpoint: it reads again from TRIM_HORIZON (the consumers are idempotent)
+    # a restarted source without a checkpoint file reads again from TRIM_HORIZON (the consumers are idempotent)
     assert _source(stream, handler).pump() == 6
+
+
+def test_a_checkpoint_file_resumes_a_restarted_source_after_the_last_batch_done(stream, tmp_path):
+    """The runner's --aws-endpoint mode: a source that dies in the middle of a batch (the handler raises
+    BaseException, as a SIGKILL stops the batch before its checkpoint) restarts from its file: the batches done
+    before are not read again, the one not done is, as Lambda's mapping resumes after its checkpoint."""
+    path = tmp_path / "checkpoints" / "fn.json"
+    seen: list[list[str]] = []
+
+    class Killed(BaseException):
+        pass
+
+    def dies_on_e(event):
+        keys = _keys(event)
+        if "e" in keys:
+            raise Killed
+        seen.append(keys)
+        return {"batchItemFailures": []}
+
+    _put(stream, "a", "b", "c", "d", "e", "f")
+    first = _source(stream, dies_on_e, checkpoint_path=path, BatchSize=4)
+    with pytest.raises(Killed):
+        first.pump()
+    assert seen == [["a", "b", "c", "d"]] and path.exists()
+
+    def handler(event):
+        seen.append(_keys(event))
+        return {"batchItemFailures": []}
+
+    restarted = _source(stream, handler, checkpoint_path=path, BatchSize=4)
+    assert restarted.pump() == 2 and seen[-1] == ["e", "f"]
+    assert _source(stream, handler, checkpoint_path=path).pump() == 0  # and the next restart reads nothing again
 
 
 def test_a_partial_failure_is_retried_from_the_first_failed_record(stream):
