@@ -312,6 +312,34 @@ def test_transactions_reach_the_endpoints_of_our_transaction_event(platform):
         receiver.close()
 
 
+def test_a_returned_ach_debit_reaches_the_transaction_event_as_the_postback_url_gets_it(platform):
+    """VAULT_TRANSACTION carries every transaction postback, the ACH return's too: written in the return's own
+    DynamoDB transaction, with a delivery id of its own (the debit's own delivery is another)."""
+    receiver = Receiver()
+    try:
+        shop = Merchant(platform, postback_url=receiver.url + "/postback")
+        shop.register(receiver.url + "/ok/tx", endpoints.TRANSACTION)
+        status, _, debit = call(platform, "GatewayFunction", "POST", "/api/qsapi/3.8", {
+            **shop.creds, "transaction_type": "SALE", "tender_type": "ACH", "bank_account_number": "000000000001",
+            "bank_routing_number": "011000015", "transaction_amount": "7.00", "currency": "USD"},
+            resource="/api/qsapi/3.8")
+        assert status == 200 and debit["transaction_approved"] is True, debit
+        shop.settle()
+        _deliver(platform, 6)  # to each: the debit, the SETTLE-BATCH and the return
+        for path in ("/postback", "/ok/tx"):
+            posted = receiver.delivered(path)
+            entries = [json.loads(p["body"]) for p in posted]
+            entries = [e["responses"][0] if "responses" in e else e["data"] for e in entries]
+            assert sorted(e.get("status", "") for e in entries if e["transaction_id"] == debit["transaction_id"]) \
+                == sorted([debit.get("status", ""), "RETURNED"]), (path, entries)
+            (returned,) = [e for e in entries if e.get("status") == "RETURNED"]
+            assert returned["ach_return_code"] == "R01"
+        ids = [p["headers"]["Vault-Delivery-Id"] for p in receiver.delivered("/ok/tx")]
+        assert len(set(ids)) == 3
+    finally:
+        receiver.close()
+
+
 def test_an_account_without_endpoints_writes_no_delivery_with_its_sale(platform):
     shop = Merchant(platform)  # no postback URL, no endpoint: the SALE is one PutItem, as before
     _sale(shop)

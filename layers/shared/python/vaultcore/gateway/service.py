@@ -797,7 +797,9 @@ def _settle_batch(account: accounts.Account, req: GatewayRequest, transaction_id
             response = {**response_from_item(original), "status": "RETURNED",
                         "ach_return_code": original["ach_return_code"]}
             message = postbacks.outbox_message(account, response, original)
-            if store.mark_ach_returned(account.account_id, original["transaction_id"], now, writer, message):
+            endpoints = webhook_outbox.transaction_deliveries(account, response, original, writer, ("RETURNED", now))
+            if store.mark_ach_returned(account.account_id, original["transaction_id"], now, writer, message,
+                                       endpoints):
                 returned += 1  # its postback was recorded with the return: the stream relay queues it
     item: dict[str, Any] = {
         "account_id": account.account_id, "transaction_id": transaction_id, "created_at": now,

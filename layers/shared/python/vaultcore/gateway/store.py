@@ -685,8 +685,9 @@ def unreturned_ach_returns(account_id: str, start: int, end: int) -> list[dict[s
 
 
 def mark_ach_returned(account_id: str, transaction_id: str, now: int, writer: str,
-                      outbox: dict[str, Any] | None) -> bool:
-    """Record the bank's return of an ACH debit and, in the same transaction, its postback's outbox entry.
+                      outbox: dict[str, Any] | None, also: list[dict[str, Any]] | None = None) -> bool:
+    """Record the bank's return of an ACH debit and, in the same transaction, its postback's outbox entry and
+    ``also`` (its webhook endpoints' deliveries: TransactWriteItems entries).
 
     False when it was returned already (by another settlement). Retry-aware by ``ach_returned_by``.
     """
@@ -696,12 +697,15 @@ def mark_ach_returned(account_id: str, transaction_id: str, now: int, writer: st
               "ExpressionAttributeValues": to_item({":now": now, ":w": writer})}
     try:
         with aws_errors("ach return"):
-            if outbox is None:
+            if outbox is None and not also:
                 dynamodb().update_item(**update)
             else:
                 from vaultcore.postback.deliveries import outbox_put
 
-                dynamodb().transact_write_items(TransactItems=[{"Update": update}, {"Put": outbox_put(outbox, writer)}])
+                entries: list[dict[str, Any]] = [{"Update": update}, *(also or ())]
+                if outbox is not None:
+                    entries.append({"Put": outbox_put(outbox, writer)})
+                dynamodb().transact_write_items(TransactItems=entries)
     except ConditionFailed:
         return False
     return True

@@ -61,17 +61,24 @@ def deliveries_for(account_id: str, event: str, event_key: str, data: dict[str, 
     return entries
 
 
-def transaction_deliveries(account: Any, response: dict[str, Any], item: dict[str, Any], writer: str
-                           ) -> list[dict[str, Any]]:
+def transaction_deliveries(account: Any, response: dict[str, Any], item: dict[str, Any], writer: str,
+                           change: tuple[str, int] | None = None) -> list[dict[str, Any]]:
     """The ``VAULT_TRANSACTION`` deliveries of a transaction the gateway records (its ``response`` and ``item``),
     to write with it: the postback's own entry of it (no card data: last four digits, tokens). None without an
-    endpoint of that event (one cached Query per account and RECORD_CACHE_SECONDS)."""
+    endpoint of that event (one cached Query per account and RECORD_CACHE_SECONDS).
+
+    ``change``: a later change of the transaction that sends a postback too (a returned ACH debit: ``("RETURNED",
+    when)``), a delivery of its own (its own id and time), so that the endpoint gets every postback the account's
+    postback URL gets."""
     from vaultcore.gateway.postbacks import postback_entry
 
     if not subscribed_cached(str(account.account_id), TRANSACTION):
         return []
-    return deliveries_for(str(account.account_id), TRANSACTION, str(item["transaction_id"]),
-                          postback_entry(account, response, item), writer, int(item["created_at"]), cached=True)
+    event_key, created_at = str(item["transaction_id"]), int(item["created_at"])
+    if change is not None:
+        event_key, created_at = f"{event_key}:{change[0]}", int(change[1])
+    return deliveries_for(str(account.account_id), TRANSACTION, event_key, postback_entry(account, response, item),
+                          writer, created_at, cached=True)
 
 
 def settlement_data(item: dict[str, Any]) -> dict[str, Any]:
