@@ -798,8 +798,10 @@ def _settle_batch(account: accounts.Account, req: GatewayRequest, transaction_id
                         "ach_return_code": original["ach_return_code"]}
             message = postbacks.outbox_message(account, response, original)
             endpoints = webhook_outbox.transaction_deliveries(account, response, original, writer, ("RETURNED", now))
+            # ``also`` only when there are endpoint deliveries: the call stays the one the previous store took
+            # (tests/integration/test_transactions_migration.py runs this service over that store)
             if store.mark_ach_returned(account.account_id, original["transaction_id"], now, writer, message,
-                                       endpoints):
+                                       **({"also": endpoints} if endpoints else {})):
                 returned += 1  # its postback was recorded with the return: the stream relay queues it
     item: dict[str, Any] = {
         "account_id": account.account_id, "transaction_id": transaction_id, "created_at": now,
