@@ -28,7 +28,6 @@ the per-request budget are the guarantee.
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -37,6 +36,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from vaultcore.lazy_re import lazy
 from vaultcore.net import deadline
 
 if TYPE_CHECKING:
@@ -241,8 +241,8 @@ def _unique(chars: str, limit: int) -> list[str]:
 
 
 # A group's opening that is syntax, not text: (?:  (?=  (?!  (?<=  (?<!  (?>  (?|  (?P<name>  (?<name>  (?i)  (?i:
-_GROUP_SYNTAX = re.compile(r"\(\?(?:P?<[A-Za-z_]\w*>|P=\w+\)|<[=!]|[=!:>|]|[A-Za-z0-9^-]*[:)])")
-_QUANTIFIER = re.compile(r"\{\d*,?\d*\}")
+_GROUP_SYNTAX = lazy(r"\(\?(?:P?<[A-Za-z_]\w*>|P=\w+\)|<[=!]|[=!:>|]|[A-Za-z0-9^-]*[:)])")
+_QUANTIFIER = lazy(r"\{\d*,?\d*\}")
 _CLASS_ESCAPES = {"d": "1", "w": "a", "s": " ", "D": "a", "W": "!", "S": "a", "h": " ", "N": "a"}
 
 

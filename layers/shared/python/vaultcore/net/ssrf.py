@@ -30,11 +30,12 @@ from __future__ import annotations
 
 import ipaddress
 import os
-import re
 import socket
 from dataclasses import dataclass
 from typing import TypeAlias
 from urllib.parse import urlsplit
+
+from vaultcore.lazy_re import lazy
 
 __all__ = [
     "LOCAL_EGRESS_ENV",
@@ -142,14 +143,14 @@ class ParsedTarget:
 
 # Control characters, whitespace and backslashes are refused outright: browsers, urllib and urllib3 disagree
 # on how to read them (``https://good.com\@evil``), and such disagreements are how SSRF filters get bypassed.
-_FORBIDDEN_URL_CHARS = re.compile(r"[\x00-\x20\x7f\\]")
-_LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
+_FORBIDDEN_URL_CHARS = lazy(r"[\x00-\x20\x7f\\]")
+_LABEL = lazy(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
 # WHATWG URL standard: a host whose last label is numeric ("1", "0x1f", "0x") is an IPv4 address, however
 # many labels it has. getaddrinfo/inet_aton accept the same legacy forms (decimal, octal, hex, short).
-_NUMERIC_LABEL = re.compile(r"^(?:0x[0-9a-f]*|[0-9]+)$")
-_DEC = re.compile(r"^[0-9]+$")
-_OCT = re.compile(r"^[0-7]+$")
-_HEX = re.compile(r"^[0-9a-f]*$")
+_NUMERIC_LABEL = lazy(r"^(?:0x[0-9a-f]*|[0-9]+)$")
+_DEC = lazy(r"^[0-9]+$")
+_OCT = lazy(r"^[0-7]+$")
+_HEX = lazy(r"^[0-9a-f]*$")
 
 # Names that point inside a network by convention or by standard (RFC 6761, RFC 6762, RFC 8375, cloud DNS).
 _INTERNAL_NAMES = frozenset(

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import re
 import secrets
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 from vaultcore import clock
 from vaultcore.cache import ContainerCache
 from vaultcore.errors import Conflict, NotFound, ValidationError
+from vaultcore.lazy_re import lazy
 from vaultcore.settings import settings
 from vaultcore.store import registry
 from vaultcore.store.keys import unwrap_secret, wrap_secret
@@ -44,8 +44,8 @@ def default_api_security() -> str:
     body credentials and cannot sign, so a partner moving over would otherwise get 1003 on every call. Either is
     set explicitly with ``apiSecurity`` (docs/operators/onboarding.md)."""
     return "key" if settings().is_cert else "hmac"
-PARTNER_ID = re.compile(r"[A-Za-z0-9]{3,40}")  # ASCII letters and digits (the management API's document)
-PARTNER_NAME_TEXT = re.compile(r"\S")  # a name is 1 to 100 characters, not only white space
+PARTNER_ID = lazy(r"[A-Za-z0-9]{3,40}")  # ASCII letters and digits (the management API's document)
+PARTNER_NAME_TEXT = lazy(r"\S")  # a name is 1 to 100 characters, not only white space
 _cache: ContainerCache[Partner] = ContainerCache("record_cache_seconds", max_items=2048)
 
 

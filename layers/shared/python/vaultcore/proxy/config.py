@@ -41,12 +41,11 @@ from __future__ import annotations
 
 import hmac
 import json
-import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from vaultcore.cards.masking import MASK_PATTERNS, REDACTED
-from vaultcore.cards.tracks import TRACK_FORMATS
+from vaultcore.lazy_re import lazy
 from vaultcore.net.safe_regex import probing
 from vaultcore.net.ssrf import EgressDenied, EgressPolicy, ParsedTarget, validate_target_url
 from vaultcore.proxy import errors as E
@@ -103,7 +102,7 @@ MAX_TARGET_LENGTH = 2048
 SUBSTITUTION_SOURCES = SOURCES + ("variable",)
 #: A response has no query string.
 RESPONSE_SOURCES = ("body", "header", "variable")
-_VARIABLE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+_VARIABLE_NAME = lazy(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 #: Response headers a response substitution may not name: framing and hop-by-hop headers, cookies (never returned
 #: to the partner) and the proxy's own headers.
 _RESPONSE_HEADERS_REFUSED = frozenset({
@@ -111,7 +110,7 @@ _RESPONSE_HEADERS_REFUSED = frozenset({
     "upgrade", "content-length", "content-encoding", "content-type", "set-cookie", "vault-id", "vault-unmatched",
 })
 _MAX_NAME = 128
-NON_BLANK = re.compile(r"\S")  # names, credentials, templateRef and target: not empty, not only white space
+NON_BLANK = lazy(r"\S")  # names, credentials, templateRef and target: not empty, not only white space
 _WRAPPED = "$wrapped"
 
 
@@ -364,6 +363,10 @@ def _substitution(value: Any, where: str, action_type: str, phase: str = "reques
     if cpath.source == "variable" and data_type == "boolean":
         raise _fail(f"{where}.dataType 'boolean' is not allowed for a variable (a variable holds a value for a "
                     f"tokenize action: use string or number).")
+    # Lazy: only a parser action's substitution names a track format; the proxy's init does not load the track
+    # parser for configurations that have none (cold start, docs/design/benchmarks.md).
+    from vaultcore.cards.tracks import TRACK_FORMATS
+
     fmt = _enum(obj["format"], f"{where}.format", TRACK_FORMATS)
     default = obj.get("default")
     if default is not None and not isinstance(default, str):

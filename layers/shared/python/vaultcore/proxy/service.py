@@ -41,7 +41,6 @@ from __future__ import annotations
 
 import base64
 import hmac
-import re
 import threading
 import time
 from collections import OrderedDict
@@ -54,6 +53,7 @@ from vaultcore import clock, metrics
 from vaultcore.api.http import Request, Response
 from vaultcore.cache import ContainerCache
 from vaultcore.errors import AuthenticationFailed, NotFound, PermissionDenied, VaultError
+from vaultcore.lazy_re import lazy
 from vaultcore.logs import get_logger
 from vaultcore.net import deadline
 from vaultcore.net.ssrf import EgressDenied, EgressPolicy, validate_target_url
@@ -91,8 +91,8 @@ __all__ = [
 #: Response header naming the substitutions that matched nothing: ``<action index>.<substitution index>``, comma
 #: separated (docs/integrators/proxy.md). Absent when every substitution matched.
 UNMATCHED_HEADER = "vault-unmatched"
-_PATH = re.compile(r"/api/v1/partners/(?P<partnerID>[^/]+)/configurations/(?P<configReferenceID>[^/]+)/?$")
-_REFERENCE = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+_PATH = lazy(r"/api/v1/partners/(?P<partnerID>[^/]+)/configurations/(?P<configReferenceID>[^/]+)/?$")
+_REFERENCE = lazy(r"^[A-Za-z0-9_\-]{1,64}$")
 _MAX_VAULT_ID = MAX_VAULT_ID  # the bound the proxy's OpenAPI document states (local/contracts/proxy.py)
 _log = get_logger("proxy")
 

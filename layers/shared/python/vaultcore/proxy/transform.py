@@ -40,12 +40,12 @@ Nothing here logs, and no error message quotes a value (values are card data).
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote_plus, urlencode
 
+from vaultcore.lazy_re import lazy
 from vaultcore.net import deadline, payloads
 from vaultcore.net.safe_regex import BoundedPattern, RegexBudgetExhausted, RegexTimeout, UnsafeRegex, compile_bounded
 from vaultcore.proxy import errors as E
@@ -107,14 +107,14 @@ class PathError(ValueError):
 
 # ---------------------------------------------------------------------------------------------------- compiling
 
-_HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,128}$")
+_HEADER_NAME = lazy(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,128}$")
 _NAME = r"[A-Za-z_][\w.\-]*"
 _LITERAL = r"(?:'[^']*'|\"[^\"]*\")"
 _PREDICATE = (
     rf"\[\s*(?:[1-9][0-9]{{0,5}}|last\(\)|@{_NAME}\s*=\s*{_LITERAL}|{_NAME}\s*=\s*{_LITERAL}"
     rf"|local-name\(\)\s*=\s*{_LITERAL})\s*\]"
 )
-_XPATH_STEP = re.compile(rf"(?P<sep>//?)(?P<test>text\(\)|{_NAME}|\*|@{_NAME}|@\*)(?P<preds>(?:{_PREDICATE})*)")
+_XPATH_STEP = lazy(rf"(?P<sep>//?)(?P<test>text\(\)|{_NAME}|\*|@{_NAME}|@\*)(?P<preds>(?:{_PREDICATE})*)")
 
 
 @dataclass(frozen=True, eq=False)

@@ -61,7 +61,6 @@ import http.client
 import json
 import os
 import random
-import re
 import threading
 import time
 import uuid
@@ -70,6 +69,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
+
+from vaultcore.lazy_re import lazy
 
 __all__ = [
     "AwsClientError", "AwsTransportError", "Credentials", "EnvironmentCredentials", "ContainerCredentials",
@@ -225,7 +226,7 @@ def _canonical_query(query: str) -> str:
     return "&".join(f"{k}={v}" for k, v in sorted(pairs))
 
 
-_SPACES = re.compile(r"\s+")
+_SPACES = lazy(r"\s+")
 
 
 def _canonical_headers(headers: Mapping[str, str] | list[tuple[str, str]]) -> tuple[str, str]:
@@ -449,8 +450,8 @@ def credential_provider_from_environment(environ: Mapping[str, str] = os.environ
 
 # --------------------------------------------------------------------------------------------------- endpoints
 
-_STANDARD_REGION = re.compile(r"^(?:[a-z]{2}|us-gov)-[a-z]+-\d{1,2}$")
-_CN_REGION = re.compile(r"^cn-[a-z]+-\d{1,2}$")
+_STANDARD_REGION = lazy(r"^(?:[a-z]{2}|us-gov)-[a-z]+-\d{1,2}$")
+_CN_REGION = lazy(r"^cn-[a-z]+-\d{1,2}$")
 
 
 def default_endpoint(service: str, region: str) -> str | None:

@@ -36,7 +36,6 @@ the lengths of the token parameter table of ``spec/interface.md``; it is what au
 from __future__ import annotations
 
 import calendar
-import re
 import secrets
 import string
 from collections.abc import Mapping
@@ -46,6 +45,7 @@ from enum import StrEnum
 from typing import Any, Literal, cast
 
 from vaultcore.api.values import json_integer
+from vaultcore.lazy_re import lazy
 from vaultcore.tokens.alphabets import ALPHABETS, Alphabet
 
 __all__ = [
@@ -148,14 +148,14 @@ SEPARATORS: dict[FieldType, frozenset[str]] = {
 MIN_TOKEN_DOMAIN = 100
 MAX_FIELD_LENGTH = 256
 MAX_FIELDS = 64
-_TEMPLATE_REF = re.compile(r"[A-Za-z0-9]{1,32}")
-_FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+_TEMPLATE_REF = lazy(r"[A-Za-z0-9]{1,32}")
+_FIELD_NAME = lazy(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 _MAX_NAME = 100
 
 
 # --------------------------------------------------------------------------------------------------- durations
 
-_DURATION = re.compile(
+_DURATION = lazy(
     r"P(?:(?P<Y>\d{1,9})Y)?(?:(?P<M>\d{1,9})M)?(?:(?P<W>\d{1,9})W)?(?:(?P<D>\d{1,9})D)?"
     r"(?:T(?:(?P<h>\d{1,9})H)?(?:(?P<m>\d{1,9})M)?(?:(?P<s>\d{1,9}(?:[.,]\d{1,6})?)S)?)?"
 )
