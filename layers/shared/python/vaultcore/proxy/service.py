@@ -140,7 +140,8 @@ def invalidate(partner_id: str, reference: str) -> None:
 
 def compile_item(item: dict[str, Any]) -> ProxyConfig:
     import json
-    from dataclasses import replace
+
+    from vaultcore.plain import replace
 
     key = (item["partnerId"], item["configReferenceID"], int(item.get("version", 1)))
     with _lock:
