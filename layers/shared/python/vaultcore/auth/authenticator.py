@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
 from typing import Any
 
 from vaultcore import clock
@@ -36,6 +35,7 @@ from vaultcore.errors import AuthenticationFailed, VaultError
 from vaultcore.logs import get_logger
 from vaultcore.metrics import authentication_failed
 from vaultcore.partners.service import Partner, hmac_signing_keys, load_partner, lookup_partner, partner_key_matches
+from vaultcore.plain import Frozen, init
 from vaultcore.store.nonces import claim_nonce, decoy_claim
 
 log = get_logger(__name__)
@@ -58,10 +58,13 @@ def _body_error(message: str, code: int, status: int) -> PartnerAuthError:
     return PartnerAuthError(message, code=code, status=status)
 
 
-@dataclass(frozen=True)
-class AuthenticatedPartner:
+class AuthenticatedPartner(Frozen):
+    __slots__ = ("partner", "method")
     partner: Partner
     method: str  # "hmac", "basic" or "body"
+
+    def __init__(self, partner: Partner, method: str) -> None:
+        init(self, partner=partner, method=method)
 
     @property
     def partner_id(self) -> str:

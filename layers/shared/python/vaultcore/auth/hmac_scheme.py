@@ -27,7 +27,8 @@ import hmac
 import re
 import secrets
 import time
-from dataclasses import dataclass
+
+from vaultcore.plain import Frozen, init
 
 __all__ = [
     "HeaderError",
@@ -62,14 +63,17 @@ class HeaderError(ValueError):
     """The Authorization header is not a well-formed scheme header (the reason is for internal logs)."""
 
 
-@dataclass(frozen=True)
-class SchemeCredentials:
+class SchemeCredentials(Frozen):
+    __slots__ = ("method", "username", "nonce", "timestamp", "response", "raw")
     method: str  # HMAC, Digest or RSA
     username: str
     nonce: str
     timestamp: int
     response: str
     raw: str
+
+    def __init__(self, method: str, username: str, nonce: str, timestamp: int, response: str, raw: str) -> None:
+        init(self, method=method, username=username, nonce=nonce, timestamp=timestamp, response=response, raw=raw)
 
 
 def parse_authorization(header: str) -> SchemeCredentials:

@@ -42,7 +42,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -55,6 +54,7 @@ from vaultcore.net.ssrf import (
     resolve_and_check,
     validate_target_url,
 )
+from vaultcore.plain import Frozen, init
 
 __all__ = [
     "MAX_TOTAL_TIMEOUT",
@@ -127,16 +127,19 @@ class ResponseTooLarge(EgressError):
     default_message = "Target response is too large."
 
 
-@dataclass(frozen=True)
-class HttpResponse:
+class HttpResponse(Frozen):
     """A target's answer. ``headers`` keeps order and duplicates (``Set-Cookie``); names as sent.
 
     A 3xx is an ordinary response here: redirects are never followed (see the module docstring).
     """
 
+    __slots__ = ("status", "headers", "body")
     status: int
     headers: tuple[tuple[str, str], ...]
     body: bytes
+
+    def __init__(self, status: int, headers: tuple[tuple[str, str], ...], body: bytes) -> None:
+        init(self, status=status, headers=headers, body=body)
 
     def header(self, name: str, default: str | None = None) -> str | None:
         """First value of header ``name`` (case-insensitive)."""

@@ -32,12 +32,12 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from vaultcore.lazy_re import lazy
 from vaultcore.net import deadline
+from vaultcore.plain import FrozenIdentity, init
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -108,8 +108,7 @@ def probing(*, enabled: bool = True, budget_seconds: float = CONFIG_PROBE_BUDGET
         _skip_probes.reset(skip)
 
 
-@dataclass(frozen=True, eq=False)
-class BoundedPattern:
+class BoundedPattern(FrozenIdentity):
     """A compiled pattern whose every operation carries a timeout: ``timeout`` (seconds), or less when the
     request's budget (:func:`vaultcore.net.deadline.current`) has less left.
 
@@ -117,9 +116,13 @@ class BoundedPattern:
     (:class:`RegexBudgetExhausted` when it was the request's budget).
     """
 
+    __slots__ = ("pattern", "timeout", "_compiled")
     pattern: str
     timeout: float
     _compiled: Any
+
+    def __init__(self, pattern: str, timeout: float, _compiled: Any) -> None:
+        init(self, pattern=pattern, timeout=timeout, _compiled=_compiled)
 
     @property
     def groups(self) -> int:

@@ -31,11 +31,11 @@ from __future__ import annotations
 import ipaddress
 import os
 import socket
-from dataclasses import dataclass
 from typing import TypeAlias
 from urllib.parse import urlsplit
 
 from vaultcore.lazy_re import lazy
+from vaultcore.plain import Frozen, init
 
 __all__ = [
     "LOCAL_EGRESS_ENV",
@@ -85,8 +85,7 @@ class EgressConnectionError(EgressError):
     default_message = "Target could not be reached."
 
 
-@dataclass(frozen=True)
-class EgressPolicy:
+class EgressPolicy(Frozen):
     """What outbound calls may reach. The default is the production policy: https to public addresses only.
 
     ``allow_private`` (RFC 1918 / unique-local addresses) exists for explicit test or VPC wiring; it never
@@ -94,10 +93,16 @@ class EgressPolicy:
     set of ports a target may use.
     """
 
-    allow_http: bool = False
-    allow_loopback: bool = False
-    allow_private: bool = False
-    allowed_ports: frozenset[int] | None = None
+    __slots__ = ("allow_http", "allow_loopback", "allow_private", "allowed_ports")
+    allow_http: bool
+    allow_loopback: bool
+    allow_private: bool
+    allowed_ports: frozenset[int] | None
+
+    def __init__(self, allow_http: bool = False, allow_loopback: bool = False, allow_private: bool = False,
+                 allowed_ports: frozenset[int] | None = None) -> None:
+        init(self, allow_http=allow_http, allow_loopback=allow_loopback, allow_private=allow_private,
+             allowed_ports=allowed_ports)
 
     @classmethod
     def from_env(cls) -> EgressPolicy:
@@ -110,8 +115,7 @@ class EgressPolicy:
         return cls(allow_http=local, allow_loopback=local)
 
 
-@dataclass(frozen=True)
-class ParsedTarget:
+class ParsedTarget(Frozen):
     """A target URL that passed :func:`validate_target_url`.
 
     ``host`` is lower-case ASCII without a trailing dot, IPv6 literals without brackets; ``port`` is the
@@ -119,11 +123,15 @@ class ParsedTarget:
     dropped: it is never sent on the wire).
     """
 
+    __slots__ = ("scheme", "host", "port", "request_target", "is_ip_literal")
     scheme: str
     host: str
     port: int
     request_target: str
-    is_ip_literal: bool = False
+    is_ip_literal: bool
+
+    def __init__(self, scheme: str, host: str, port: int, request_target: str, is_ip_literal: bool = False) -> None:
+        init(self, scheme=scheme, host=host, port=port, request_target=request_target, is_ip_literal=is_ip_literal)
 
     @property
     def host_header(self) -> str:

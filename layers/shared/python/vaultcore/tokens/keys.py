@@ -26,7 +26,6 @@ stream of Registry reads.
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass, field
 from typing import Any
 
 from vaultcore import clock
@@ -34,6 +33,7 @@ from vaultcore.cache import ContainerCache
 from vaultcore.errors import DependencyError
 from vaultcore.logs import get_logger
 from vaultcore.partners.service import get_partner
+from vaultcore.plain import Frozen, init
 from vaultcore.store import registry
 from vaultcore.store import tokens as token_store
 from vaultcore.store.keys import unwrap_secret, wrap_secret
@@ -58,16 +58,22 @@ _subkey_cache: ContainerCache[TokenKeys] = ContainerCache("key_cache_seconds", m
 _miss_cache: ContainerCache[bool] = ContainerCache(_MISS_SECONDS, max_items=4096)
 
 
-@dataclass(frozen=True)
-class KeyRecord:
+class KeyRecord(Frozen):
     """One version of a partner's key ring (no key material in repr or views)."""
 
+    __slots__ = ("partner_id", "version", "status", "created_at", "retired_at", "envelope")
+    _no_repr = frozenset({"envelope"})
     partner_id: str
     version: int
     status: str  # current | active | retired
     created_at: int
-    retired_at: int | None = None
-    envelope: dict[str, str] | None = field(default=None, repr=False)
+    retired_at: int | None
+    envelope: dict[str, str] | None
+
+    def __init__(self, partner_id: str, version: int, status: str, created_at: int, retired_at: int | None = None,
+                 envelope: dict[str, str] | None = None) -> None:
+        init(self, partner_id=partner_id, version=version, status=status, created_at=created_at, retired_at=retired_at,
+             envelope=envelope)
 
     def public_view(self) -> dict[str, Any]:
         view: dict[str, Any] = {"version": self.version, "status": self.status, "createdAt": self.created_at}
@@ -76,15 +82,19 @@ class KeyRecord:
         return view
 
 
-@dataclass(frozen=True)
-class TokenKeys:
+class TokenKeys(Frozen):
     """The subkeys of one key version: FF1 AES-256 key, bfid HMAC-SHA256 key and token tag HMAC-SHA256 key
     (never in repr)."""
 
+    __slots__ = ("version", "ff1_key", "mac_key", "tag_key")
+    _no_repr = frozenset({"ff1_key", "mac_key", "tag_key"})
     version: int
-    ff1_key: bytes = field(repr=False)
-    mac_key: bytes = field(repr=False)
-    tag_key: bytes = field(repr=False)
+    ff1_key: bytes
+    mac_key: bytes
+    tag_key: bytes
+
+    def __init__(self, version: int, ff1_key: bytes, mac_key: bytes, tag_key: bytes) -> None:
+        init(self, version=version, ff1_key=ff1_key, mac_key=mac_key, tag_key=tag_key)
 
 
 def _caches() -> tuple[ContainerCache[tuple[KeyRecord, ...]], ContainerCache[TokenKeys], ContainerCache[bool]]:
