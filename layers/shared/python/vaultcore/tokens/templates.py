@@ -39,7 +39,6 @@ importing ``dataclasses`` ~10 ms; docs/design/benchmarks.md).
 
 from __future__ import annotations
 
-import calendar
 import secrets
 import string
 from collections.abc import Mapping
@@ -185,6 +184,8 @@ class IsoDuration(Frozen):
         """The unix time ``instant`` plus this duration."""
         dt = datetime.fromtimestamp(instant, UTC)
         if self.months:
+            import calendar  # lazy: only a window in months needs it, and it imports locale (cold start)
+
             year, month0 = divmod(dt.month - 1 + self.months, 12)
             year += dt.year
             day = min(dt.day, calendar.monthrange(year, month0 + 1)[1])
