@@ -192,6 +192,15 @@ def current_keys(partner_id: str) -> TokenKeys:
     return _subkeys(max(current, key=lambda r: r.version))
 
 
+def warm(partner_id: str) -> None:
+    """Read the partner's ring and unwrap its current subkeys into this container's caches, creating nothing: what
+    :func:`current_keys` reads first, read ahead (vaultcore.proxy.service's prefetch). A partner without a ring
+    is left to :func:`current_keys`, which creates version 1."""
+    current = [r for r in _ring(partner_id) if r.status == "current"]
+    if current:
+        _subkeys(max(current, key=lambda r: r.version))
+
+
 def keys_for_version(partner_id: str, version: int) -> TokenKeys | None:
     """The subkeys of ``version`` when it is current or active; None when unknown or retired.
 
