@@ -55,9 +55,9 @@ def partner(platform):
     return p
 
 
-def _config(platform, partner, target: str, actions: list[dict]) -> str:
-    doc = {"proxy": {"authorization": {"type": "passthrough", "headerName": "X-Key"}, "method": "post",
-                     "target": target}, "actions": actions}
+def _config(platform, partner, target: str, actions: list[dict], authorization: dict | None = None) -> str:
+    doc = {"proxy": {"authorization": authorization or {"type": "passthrough", "headerName": "X-Key"},
+                     "method": "post", "target": target}, "actions": actions}
     status, body = admin(platform, "POST", f"/admin/v1/partners/{partner['partnerId']}/proxy-configurations", doc)
     assert status == 201, body
     return body["configReferenceID"]
@@ -113,6 +113,35 @@ def test_a_cold_exchange_reads_ring_key_and_template_ahead_once(platform, partne
     with Calls() as warm:  # a warm container: the caches answer, nothing is read ahead
         assert _exchange(platform, partner, ref)[0] == 200
     assert PREFETCH not in {thread for _, thread in warm.made}
+
+
+def test_the_configuration_secret_is_unwrapped_ahead_and_still_checked(platform, partner, monkeypatch):
+    """A configuration signing the target with the partner's HMAC key (as the demo's): its secret is unwrapped
+    ahead too; the check that it is still the partner's live key runs as before (a rotated key: 8004)."""
+    secret = base64.b64decode(partner["hmacKey"]).decode("ascii")
+    hmac_auth = {"type": "hmac", "username": partner["partnerId"], "secret": secret}
+    with Target() as target:
+        ref = _config(platform, partner, target.url + "/echo", [TOKENIZE], hmac_auth)
+        assert _exchange(platform, partner, ref)[0] == 200
+        _cold()
+        with Calls() as calls:
+            status, headers, _ = _exchange(platform, partner, ref)
+        assert status == 200 and headers["vault-id"]
+        assert target.seen[-1]["headers"]["authorization"].startswith("Hmac ")  # signed with the unwrapped secret
+    # The partner's own key is unwrapped by the authentication; the configuration's secret and the token key ahead.
+    assert sorted(calls.named("kms.Decrypt")) == ["MainThread", PREFETCH, PREFETCH]
+    assert calls.named("dynamodb.Query") == [PREFETCH, PREFETCH]
+
+    # The credentials check still decides, on the secret read ahead: a configuration whose secret is no longer
+    # the partner's (as after a rotation) is refused with 8004 and nothing is forwarded.
+    from vaultcore.proxy import service
+
+    monkeypatch.setattr(service, "credentials_match", lambda auth, partner, secret: False)
+    _cold()
+    with Target() as target:
+        status, _, body = _exchange(platform, partner, ref)
+        assert (status, body["code"]) == (403, 8004) and target.seen == []
+    assert _no_prefetch_alive()
 
 
 def test_a_failed_read_ahead_leaves_the_action_to_read(platform, partner, monkeypatch):

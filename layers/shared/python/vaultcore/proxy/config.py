@@ -626,6 +626,19 @@ def _auth_objects(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return objs
 
 
+def stored_envelopes(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The wrapped secrets of a stored document (basic and hmac authorizations), in document order: what
+    :func:`vaultcore.proxy.service._authorize` unwraps (under :func:`secret_context`) before any action runs."""
+    found = []
+    for auth in _auth_objects(doc):
+        if auth.get("type") in ("basic", "hmac"):
+            for key in ("password", "secret"):
+                value = auth.get(key)
+                if isinstance(value, dict) and isinstance(value.get(_WRAPPED), dict):
+                    found.append(value[_WRAPPED])
+    return found
+
+
 def stored_document(doc: dict[str, Any], wrap: Any) -> dict[str, Any]:
     """A deep copy of a validated document with each password/secret replaced by ``{"$wrapped": wrap(bytes)}``."""
     import copy

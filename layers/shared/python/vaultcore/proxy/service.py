@@ -7,9 +7,9 @@ Flow (interface.md "the proxy endpoint"; docs/integrators/proxy.md):
    message for both cases (no oracle of other partners' references);
 2. load the configuration: the item is cached per container for ``RECORD_CACHE_SECONDS`` and its compiled form
    (paths, XPath objects, bounded regexes) per *version*, so an update is never served half old, half new. When
-   the item is read from the table, what its tokenization actions will read first (the partner's token key ring
-   and current subkeys, each tokenize action's latest template) is read in a background thread while the
-   configuration compiles (:class:`_Prefetch`), into the same container caches the actions read;
+   the item is read from the table, what steps 3 and 4 will read first (the configuration's wrapped secrets, the
+   partner's token key ring and current subkeys, each tokenize action's latest template) is read in a background
+   thread while the configuration compiles (:class:`_Prefetch`), into the same container caches they read;
 3. check each action's authorization against the partner (basic/hmac credentials must still be the partner's
    live ones: a rotated or revoked credential stops the configuration, 8004);
 4. parse the body by ``Content-Type`` (JSON, XML, URL-form; bounded; any DOCTYPE refused) and run the actions
@@ -180,19 +180,21 @@ def load_config(partner_id: str, reference: str, *, on_read: Callable[[dict[str,
 
 
 class _Prefetch:
-    """The reads a configuration's tokenization actions make first, made ahead in a background thread while the
-    configuration compiles (step 2; cold start, docs/design/benchmarks.md "Cold starts").
+    """The reads steps 3 and 4 make first, made ahead in a background thread while the configuration compiles
+    (step 2; cold start, docs/design/benchmarks.md "Cold starts").
 
     A container that has just read a configuration from the table usually has nothing of the partner's cached
-    either: its tokenize action would then read the key ring (a Query), unwrap the current key (KMS Decrypt) and
-    read the template (a Query), one after the other, after the compilation (JSONPath and regex engines, ~25 ms
-    of CPU). Here those reads overlap the compilation instead. They go into the caches the actions read
-    (:func:`vaultcore.tokens.keys.warm`, :func:`vaultcore.tokens.template_store.load_latest`): the same keys,
+    either: step 3 would then unwrap the configuration's secrets (KMS Decrypt) and a tokenize action read the key
+    ring (a Query), unwrap the current key (KMS Decrypt) and read the template (a Query), one after the other,
+    after the compilation (JSONPath and regex engines, ~25 ms of CPU). Here those reads overlap the compilation
+    instead. They go into the caches steps 3 and 4 read (:func:`vaultcore.store.keys.unwrap_secret`,
+    :func:`vaultcore.tokens.keys.warm`, :func:`vaultcore.tokens.template_store.load_latest`): the same keys,
     lifetimes and invalidation, and nothing is written (a partner without a key ring gets its first key from the
-    action, as before). Nothing is decided here: every check still happens in the action, which reads again what
-    the prefetch could not (its failure is logged by type only and otherwise ignored). The caller is
-    authenticated and the configuration is its own before the thread starts. :meth:`wait` runs before the actions
-    so that they find the caches filled rather than read the same items a second time.
+    action, as before). Nothing is decided here: the credentials check of step 3 and every check of the actions
+    still happen where they did, on what they read again if the prefetch could not (its failure is logged by type
+    only and otherwise ignored). The caller is authenticated and the configuration is its own before the thread
+    starts. :meth:`wait` runs before step 3 (when the configuration has secrets) and before the actions, so that
+    they find the caches filled rather than read the same items a second time.
     """
 
     #: How long the actions wait for the reads ahead (each AWS call is itself bounded by the client's timeouts);
@@ -208,31 +210,37 @@ class _Prefetch:
         not read as expected simply gets no prefetch)."""
         import contextvars
         import json
+        from functools import partial
+
+        from vaultcore.proxy.config import secret_context, stored_envelopes
+        from vaultcore.store.keys import unwrap_secret
+        from vaultcore.tokens import keys, template_store
 
         try:
             doc = json.loads(item["document"])
+            envelopes = stored_envelopes(doc)
             actions = [a for a in (doc.get("actions") or []) + (doc.get("responseActions") or [])
                        if isinstance(a, dict) and a.get("type") == "tokenization"]
+            context = secret_context(self.partner_id, item["configReferenceID"])
         except (ValueError, TypeError, AttributeError, KeyError):
             return
-        if not actions:
+        # In the order the exchange needs them: the configuration's secrets (step 3), then the tokenization's.
+        reads: list[Callable[[], object]] = [partial(unwrap_secret, e, context) for e in envelopes]
+        if actions:
+            reads.append(partial(keys.warm, self.partner_id))
+            reads += [partial(template_store.load_latest, self.partner_id, ref) for ref in sorted(
+                {a["templateRef"] for a in actions
+                 if a.get("method") == "tokenize" and isinstance(a.get("templateRef"), str)})]
+        if not reads:
             return
-        refs = sorted({a["templateRef"] for a in actions
-                       if a.get("method") == "tokenize" and isinstance(a.get("templateRef"), str)})
         # In a copy of the request's context (budgets), under the request's id in the log (a thread-local).
         self._thread = threading.Thread(target=contextvars.copy_context().run,
-                                        args=(self._read, refs, current_correlation_id()), name="proxy-prefetch",
+                                        args=(self._read, reads, current_correlation_id()), name="proxy-prefetch",
                                         daemon=True)
         self._thread.start()
 
-    def _read(self, refs: list[str], request_id: str | None) -> None:
-        from functools import partial
-
-        from vaultcore.tokens import keys, template_store
-
+    def _read(self, reads: list[Callable[[], object]], request_id: str | None) -> None:
         set_request_context(request_id)
-        reads: list[Callable[[], object]] = [partial(keys.warm, self.partner_id)]
-        reads += [partial(template_store.load_latest, self.partner_id, ref) for ref in refs]
         for read in reads:  # each on its own: one that fails leaves the others to be read ahead
             try:
                 read()
@@ -516,7 +524,14 @@ class _Exchange:
         credentials. A rotated or revoked credential stops the configuration (8004) instead of letting it go on
         acting for the partner with a secret the partner no longer holds."""
         with self.timer.phase("config"):
+            if self.config.authorization.type != "passthrough" or any(
+                    a.authorization.type != "passthrough" for a in self.config.all_actions):
+                self._wait_prefetch()  # its secrets are unwrapped ahead (:class:`_Prefetch`)
             _authorize(self.config, self.partner)
+
+    def _wait_prefetch(self) -> None:
+        if self.prefetch is not None:
+            self.prefetch.wait()
 
     def _transform_request(self) -> Message:
         """Step 4: the body parsed by its ``Content-Type`` (bounded; any DOCTYPE refused), then the request
@@ -526,8 +541,7 @@ class _Exchange:
             self.message = message = _incoming_message(self.request)
             message.body.parse()
         with self.timer.phase("actions"):
-            if self.prefetch is not None:
-                self.prefetch.wait()
+            self._wait_prefetch()
             self.runner.run(message)
         return message
 
