@@ -16,6 +16,11 @@ measured in the same run; and the AWS calls each warm request makes, counted wit
   (bench/cold_start_probe.py) pre-imports what Lambda's runtime bootstrap has loaded. Wall time is what Lambda
   bills; the CPU time of the same processes is printed beside it (steadier on a shared host).
 
+Environment: ``COLD_START_FUNCTIONS=proxy,gateway`` measures only those functions (directory names under
+functions/; the naive handler is measured beside each one, as always), ``COLD_START_RUNS=N`` sets the processes
+per figure, ``COLD_START_PROFILE_DIR=<dir>`` writes a cProfile of each init and first request (diagnosis only:
+the profiler inflates the figures). ``python -X importtime`` over the same tree shows what an init imports.
+
 Prints JSON and a plain table. Targets: with .pyc <= 0.25 x naive (issue 29: under a burst every new container is a
 cold start; issue 13 had 0.35), without <= 0.5 x; warm AWS calls:
 partner/validate 1, device/validate 1, parser 0-1, tokenize <= 2, SALE <= 2.

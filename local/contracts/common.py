@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from vaultcore.lazy_re import LazyPattern
+
 OPENAPI = "3.1.0"
 VERSION = "1.0.0"
 JSON = "application/json"
@@ -77,9 +79,10 @@ def _fold_case(text: str) -> str:
     return "".join(out)
 
 
-def pattern(source: re.Pattern[str] | str) -> str:
-    """An anchored JSON Schema pattern of a validator's regular expression (matched with ``fullmatch``)."""
-    text = source.pattern if isinstance(source, re.Pattern) else source
+def pattern(source: re.Pattern[str] | LazyPattern[str] | str) -> str:
+    """An anchored JSON Schema pattern of a validator's regular expression (matched with ``fullmatch``; a
+    module-level one may be a :class:`vaultcore.lazy_re.LazyPattern`, compiled on first use)."""
+    text = source.pattern if isinstance(source, re.Pattern | LazyPattern) else source
     if text.startswith("(?i)"):
         text = _fold_case(text[4:])
     if text.startswith("^") and text.endswith("$") and not text.endswith("\\$"):
@@ -90,11 +93,12 @@ def pattern(source: re.Pattern[str] | str) -> str:
 _BOUNDED = re.compile(r"^(?:\^)?(\[[^\]]+\]|\.)\{(\d+)(?:,(\d+))?\}(?:\$)?$")
 
 
-def text(source: re.Pattern[str] | str | None = None, description: str = "", **extra: Any) -> dict[str, Any]:
+def text(source: re.Pattern[str] | LazyPattern[str] | str | None = None, description: str = "",
+         **extra: Any) -> dict[str, Any]:
     """A string schema; a pattern of the form ``[class]{lo,hi}`` also gives minLength/maxLength."""
     schema: dict[str, Any] = {"type": "string"}
     if source is not None:
-        raw = source.pattern if isinstance(source, re.Pattern) else source
+        raw = source.pattern if isinstance(source, re.Pattern | LazyPattern) else source
         schema["pattern"] = pattern(source)
         m = _BOUNDED.match(raw)
         if m:

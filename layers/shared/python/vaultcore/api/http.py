@@ -2,6 +2,9 @@
 
 A tiny hand-written adapter instead of a resolver keeps each handler's cold import small; the event shape
 is the one API Gateway sends and the local runner builds.
+
+:class:`Request`, :class:`Response` are written by hand for a measured cold start reason (:mod:`vaultcore.plain`: a
+dataclass costs 0.4-2 ms to create on python3.13, and importing ``dataclasses`` ~10 ms; docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -9,11 +12,11 @@ from __future__ import annotations
 import base64
 import json
 from contextvars import ContextVar
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
 
 from vaultcore.api.json_body import load_json
+from vaultcore.plain import Mutable
 
 __all__ = ["Request", "Response", "json_response", "request_from_event"]
 
@@ -36,8 +39,10 @@ def set_source_ip(ip: str) -> None:
     _source_ip.set(ip)
 
 
-@dataclass
-class Request:
+class Request(Mutable):
+    __slots__ = ("method", "path", "resource", "headers", "query", "path_params", "body", "request_id", "source_ip",
+                 "raw_path", "multi_query", "multi_headers", "_json", "_json_loaded", "_json_error")
+    _no_repr = frozenset({"_json", "_json_loaded", "_json_error"})
     method: str
     path: str
     resource: str
@@ -46,16 +51,36 @@ class Request:
     path_params: dict[str, str]
     body: bytes
     request_id: str
-    source_ip: str = ""
-    raw_path: str = ""  # the path as the client sent it (with a stage prefix on execute-api URLs)
+    source_ip: str
+    raw_path: str  # the path as the client sent it (with a stage prefix on execute-api URLs)
     # Every value of a repeated query key or header, in order (API Gateway's multiValue* members). ``query`` and
     # ``headers`` keep one value per name (the last, as API Gateway's single-value members do); None when the
     # event had no multiValue* member (then ``query_pairs``/``header_pairs`` derive them from the dicts).
-    multi_query: list[tuple[str, str]] | None = None
-    multi_headers: list[tuple[str, str]] | None = None  # lower-cased names
-    _json: Any = field(default=None, repr=False)
-    _json_loaded: bool = field(default=False, repr=False)
-    _json_error: Exception | None = field(default=None, repr=False)
+    multi_query: list[tuple[str, str]] | None
+    multi_headers: list[tuple[str, str]] | None  # lower-cased names
+    _json: Any
+    _json_loaded: bool
+    _json_error: Exception | None
+
+    def __init__(self, method: str, path: str, resource: str, headers: dict[str, str], query: dict[str, str],
+                 path_params: dict[str, str], body: bytes, request_id: str, source_ip: str = "", raw_path: str = "",
+                 multi_query: list[tuple[str, str]] | None = None, multi_headers: list[tuple[str, str]] | None = None,
+                 _json: Any = None, _json_loaded: bool = False, _json_error: Exception | None = None) -> None:
+        self.method = method
+        self.path = path
+        self.resource = resource
+        self.headers = headers
+        self.query = query
+        self.path_params = path_params
+        self.body = body
+        self.request_id = request_id
+        self.source_ip = source_ip
+        self.raw_path = raw_path
+        self.multi_query = multi_query
+        self.multi_headers = multi_headers
+        self._json = _json
+        self._json_loaded = _json_loaded
+        self._json_error = _json_error
 
     def header(self, name: str, default: str | None = None) -> str | None:
         return self.headers.get(name.lower(), default)
@@ -97,11 +122,16 @@ class Request:
         return dict(parse_qsl(text, keep_blank_values=True))
 
 
-@dataclass
-class Response:
+class Response(Mutable):
+    __slots__ = ("status", "body", "headers")
     status: int
     body: bytes | str
-    headers: dict[str, str] = field(default_factory=dict)
+    headers: dict[str, str]
+
+    def __init__(self, status: int, body: bytes | str, headers: dict[str, str] | None = None) -> None:
+        self.status = status
+        self.body = body
+        self.headers = {} if headers is None else headers
 
     def to_event(self) -> dict[str, Any]:
         body = self.body.decode("utf-8") if isinstance(self.body, bytes) else self.body

@@ -10,13 +10,15 @@ request cannot burn a legitimate caller's nonce. Every failure costs the same st
 A partner whose API security is ``hmac`` is accepted only with HMAC. A partner on ``key`` security may use
 ``Authorization: Basic base64(partnerId:partnerKey)``, HMAC, or (where the endpoint takes it) the body's
 ``partnerId``/``partnerKey``, whose errors are the specific 1101-1105 codes of the public facts.
+
+:class:`AuthenticatedPartner` is written by hand for a measured cold start reason (:mod:`vaultcore.plain`: a
+dataclass costs 0.4-2 ms to create on python3.13, and importing ``dataclasses`` ~10 ms; docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-from dataclasses import dataclass
 from typing import Any
 
 from vaultcore import clock
@@ -36,6 +38,7 @@ from vaultcore.errors import AuthenticationFailed, VaultError
 from vaultcore.logs import get_logger
 from vaultcore.metrics import authentication_failed
 from vaultcore.partners.service import Partner, hmac_signing_keys, load_partner, lookup_partner, partner_key_matches
+from vaultcore.plain import Frozen, init
 from vaultcore.store.nonces import claim_nonce, decoy_claim
 
 log = get_logger(__name__)
@@ -58,10 +61,13 @@ def _body_error(message: str, code: int, status: int) -> PartnerAuthError:
     return PartnerAuthError(message, code=code, status=status)
 
 
-@dataclass(frozen=True)
-class AuthenticatedPartner:
+class AuthenticatedPartner(Frozen):
+    __slots__ = ("partner", "method")
     partner: Partner
     method: str  # "hmac", "basic" or "body"
+
+    def __init__(self, partner: Partner, method: str) -> None:
+        init(self, partner=partner, method=method)
 
     @property
     def partner_id(self) -> str:

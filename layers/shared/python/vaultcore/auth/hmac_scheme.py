@@ -18,6 +18,9 @@ partner's shared key exactly as issued: the ASCII bytes of the ``hmacKey`` text 
 The Digest and RSA forms (used by the certification-only debug endpoint) are defined symmetrically:
 ``Digest ...`` carries ``response = hex SHA-256(string_to_hash + LF + key)`` and ``Rsa ...`` carries
 ``response = base64 RSASSA-PKCS1-v1_5/SHA-256 signature of string_to_hash`` (RFC 8017 §8.2).
+
+:class:`SchemeCredentials` is written by hand for a measured cold start reason (:mod:`vaultcore.plain`: a dataclass
+costs 0.4-2 ms to create on python3.13, and importing ``dataclasses`` ~10 ms; docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -27,7 +30,8 @@ import hmac
 import re
 import secrets
 import time
-from dataclasses import dataclass
+
+from vaultcore.plain import Frozen, init
 
 __all__ = [
     "HeaderError",
@@ -62,14 +66,17 @@ class HeaderError(ValueError):
     """The Authorization header is not a well-formed scheme header (the reason is for internal logs)."""
 
 
-@dataclass(frozen=True)
-class SchemeCredentials:
+class SchemeCredentials(Frozen):
+    __slots__ = ("method", "username", "nonce", "timestamp", "response", "raw")
     method: str  # HMAC, Digest or RSA
     username: str
     nonce: str
     timestamp: int
     response: str
     raw: str
+
+    def __init__(self, method: str, username: str, nonce: str, timestamp: int, response: str, raw: str) -> None:
+        init(self, method=method, username=username, nonce=nonce, timestamp=timestamp, response=response, raw=raw)
 
 
 def parse_authorization(header: str) -> SchemeCredentials:

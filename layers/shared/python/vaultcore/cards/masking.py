@@ -29,7 +29,7 @@ from collections.abc import Callable
 from vaultcore.cards.brand import BRAND_LENGTHS, detect_brand
 from vaultcore.cards.luhn import luhn_valid
 from vaultcore.cards.pan_mask import FULL_PAN_MIN, MASK_CHAR, keep_ends, mask_pan
-from vaultcore.cards.tracks import TrackError, track_lrc
+from vaultcore.lazy_re import LazyPattern, lazy
 
 __all__ = [
     "MASK_CHAR",
@@ -64,12 +64,12 @@ def _mask_alnum(text: str) -> str:
 
 # --------------------------------------------------------------------------------------------- tracks
 
-_NAME_WORD_RE = re.compile(r"[^/ .]+")
-_TRACK1_SHAPE_RE = re.compile(
+_NAME_WORD_RE = lazy(r"[^/ .]+")
+_TRACK1_SHAPE_RE = lazy(
     r"(?P<ss>%?)(?P<fc>[A-Za-z])(?P<pan>[^^?]*)\^(?P<name>[^^?]*)\^(?P<rest>[^?]*)(?:(?P<es>\?)(?P<lrc>.?))?",
     re.DOTALL,
 )
-_TRACK2_SHAPE_RE = re.compile(
+_TRACK2_SHAPE_RE = lazy(
     r"(?P<ss>;?)(?P<b>[Bb]?)(?P<pan>[0-9 ]*)(?P<sep>[=Dd])(?P<rest>[^?]*)(?:(?P<es>\?)(?P<lrc>.?))?",
     re.DOTALL,
 )
@@ -206,7 +206,7 @@ def apply_pattern(value: str, pattern: str) -> str:
 
 # Authorization values with a single credential (Basic, Bearer, an API key, or no scheme at all): keep the
 # scheme, redact the credential. Hmac and Digest carry named parameters and are handled by _PARAM_AUTH_RE.
-_AUTH_TOKEN_RE = re.compile(
+_AUTH_TOKEN_RE = lazy(
     r"(?P<prefix>\b(?:proxy-)?authorization\\?[\"']?\s*[:=]\s*\\?[\"']?)"
     r"(?!(?:hmac|digest)\s+[a-z][\w-]*\s*=)"
     r"(?:(?P<scheme>basic|bearer|token|negotiate|apikey|hmac|digest)\s+)?"
@@ -214,11 +214,11 @@ _AUTH_TOKEN_RE = re.compile(
     re.IGNORECASE,
 )
 _PARAM_VALUE = r"(?:\\?\"[^\"\\\r\n]*\\?\"|'[^'\r\n]*'|\[REDACTED\]|[^\s,\"'\\]+)"
-_PARAM_AUTH_RE = re.compile(
+_PARAM_AUTH_RE = lazy(
     rf"\b(?P<scheme>hmac|digest)(?P<params>(?:(?:\s*,\s*|\s+)[a-z][\w-]*\s*=\s*{_PARAM_VALUE})+)",
     re.IGNORECASE,
 )
-_PARAM_RE = re.compile(rf"(?P<key>[a-z][\w-]*)(?P<eq>\s*=\s*)(?P<val>{_PARAM_VALUE})", re.IGNORECASE)
+_PARAM_RE = lazy(rf"(?P<key>[a-z][\w-]*)(?P<eq>\s*=\s*)(?P<val>{_PARAM_VALUE})", re.IGNORECASE)
 # Parameters that prove knowledge of the key or allow a replay; username, timestamp, realm and uri stay.
 _SECRET_PARAMS = frozenset({"nonce", "cnonce", "response", "signature"})
 
@@ -233,37 +233,37 @@ _SECRET_KEYS = (
 )
 _PAN_KEYS = r"card[_-]?number|pan|primary[_-]?account[_-]?number"
 _BARE_END = r"(?=$|[\s&,;}\]\"'\\<])"
-_KV_RE = re.compile(
+_KV_RE = lazy(
     rf"(?<![\w-])(?P<key>(?P<secret>{_SECRET_KEYS})|(?P<pankey>{_PAN_KEYS}))(?![\w-])"
     r"(?P<sep>\\?[\"']?\s*[:=]\s*)"
     r"(?P<val>\\\"(?:[^\"\\]|\\(?!\"))*\\\"|\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|\[REDACTED\]"
     rf"|[0-9*](?:[ -]?[0-9*])*+{_BARE_END}|[^\s&,;}}\]\"'\\<]+)",
     re.IGNORECASE,
 )
-_XML_SECRET_RE = re.compile(
+_XML_SECRET_RE = lazy(
     rf"<(?P<tag>{_SECRET_KEYS})>(?P<val>[^<]*)</(?P=tag)>",
     re.IGNORECASE,
 )
 
 # Track 1 (format B) and track 2 / track 2 equivalent in free text. Track 1 needs its ^ separators; its last
 # part runs to the end sentinel, bounded by the longest track (79 characters).
-_TRACK1_RE = re.compile(
+_TRACK1_RE = lazy(
     r"(?:%|(?<![A-Za-z0-9]))B(?P<pan>[0-9]{12,19})\^[^^?\r\n\"\\]{0,40}\^[^?\r\n\"\\]{0,79}"
     r"(?:(?P<es>\?)(?P<lrc>[\x20-\x5f])?)?"
 )
-_TRACK2_RE = re.compile(
+_TRACK2_RE = lazy(
     r";?(?P<pan>[0-9]{12,19})(?P<sep>[=Dd])(?:[0-9]{4}|(?P=sep))(?:[0-9]|(?P=sep))*(?:[Ff]0*(?![0-9A-Za-z]))?"
     r"(?:(?P<es>\?)(?P<lrc>[\x30-\x3f])?)?"
 )
 # Keys, cryptograms, MACs, decrypted blocks: long runs of hex digits.
-_HEX_RE = re.compile(r"[0-9A-Fa-f]{32,}")
+_HEX_RE = lazy(r"[0-9A-Fa-f]{32,}")
 # Digit runs, single spaces or dashes allowed between digits, at least 13 digits.
-_PAN_CANDIDATE_RE = re.compile(r"(?<![0-9])[0-9](?:[ -]?[0-9]){12,}")
+_PAN_CANDIDATE_RE = lazy(r"(?<![0-9])[0-9](?:[ -]?[0-9]){12,}")
 # Identifiers of a fixed documented shape that are long digit runs by design: a messageId has 25 digits and a
 # KSN 20 hex digits. Their values are not scanned for a PAN glued to other digits (a random 25-digit value
 # holds a branded Luhn-valid window often enough to make the ids unusable in logs); a whole-value PAN is
 # still masked.
-_EXEMPT_KEY_RE = re.compile(r"(?:message[_-]?id|ksn)\\?[\"']?\s*[:=]\s*\\?[\"']?\Z", re.IGNORECASE)
+_EXEMPT_KEY_RE = lazy(r"(?:message[_-]?id|ksn)\\?[\"']?\s*[:=]\s*\\?[\"']?\Z", re.IGNORECASE)
 _WINDOW_MIN, _WINDOW_MAX = 13, 19
 _MAX_PASSES = 8
 
@@ -321,6 +321,10 @@ def _redact_xml(match: re.Match[str]) -> str:
 def _lrc_is(track: str, candidate: str | None) -> bool:
     if not candidate:
         return False
+    # Lazy: only a track-shaped text with an LRC gets here; the functions that import this module for their log
+    # lines (the proxy's init among them) do not load the track parser for it (cold start, docs/design/benchmarks.md).
+    from vaultcore.cards.tracks import TrackError, track_lrc
+
     try:
         return track_lrc(track) == candidate
     except TrackError:
@@ -507,8 +511,8 @@ _DIGIT_CLASS = _class_table({b"0123456789": b"0", b" -": b"s", b"=Dd": b"="}, b"
 _HEX_CLASS = _class_table({b"0123456789abcdefABCDEF": b"h"}, b".")
 _PAN_RUN = b"0" * _WINDOW_MIN
 _HEX_RUN = b"h" * 32
-_TRACK1_HEAD_RE = re.compile(rb"%?B[0-9]{12,19}\Z")
-_TRACK2_HEAD_RE = re.compile(rb";?[0-9]{12,19}[=Dd]\Z")
+_TRACK1_HEAD_RE = lazy(rb"%?B[0-9]{12,19}\Z")
+_TRACK2_HEAD_RE = lazy(rb";?[0-9]{12,19}[=Dd]\Z")
 
 
 def _view(text: str) -> bytes:
@@ -562,7 +566,7 @@ class _Needles:
             self.keys = sorted(keys)
 
 
-def _sub_at(pattern: re.Pattern[str], text: str, starts: list[int], repl: Callable[[re.Match[str]], str]) -> str:
+def _sub_at(pattern: LazyPattern[str], text: str, starts: list[int], repl: Callable[[re.Match[str]], str]) -> str:
     """``pattern.sub(repl, text)`` when ``starts`` (ascending) holds every position where ``pattern`` can match:
     the first match at or after the end of the previous one, as ``sub`` scans. Returns ``text`` itself (the same
     object) when no replacement changed anything."""
@@ -727,7 +731,7 @@ def holds_pan(text: str) -> bool:
 # Between two digits, a run of up to three separators a person may type into a card number: whitespace (any,
 # NBSP and tabs included), ASCII dot, slash, hyphen and underscore, and the Unicode dashes (category Pd's
 # hyphen/dash block, the minus sign, the small and fullwidth hyphen-minus).
-_PAN_SEPARATOR_RUN_RE = re.compile(r"(?<=[0-9])[\s\-./_\u2010-\u2015\u2212\ufe58\ufe63\uff0d]{1,3}(?=[0-9])")
+_PAN_SEPARATOR_RUN_RE = lazy(r"(?<=[0-9])[\s\-./_\u2010-\u2015\u2212\ufe58\ufe63\uff0d]{1,3}(?=[0-9])")
 
 
 def _ascii_digits(text: str) -> str:

@@ -26,6 +26,7 @@ import re
 from dataclasses import dataclass
 
 from vaultcore.cards.pan_mask import mask_pan
+from vaultcore.lazy_re import lazy
 
 __all__ = [
     "TrackError",
@@ -68,10 +69,10 @@ _END_SENTINEL = "?"
 # ISO/IEC 7812-1: a PAN has 8 to 19 digits.
 _PAN_MIN, _PAN_MAX = 8, 19
 
-_TRACK2_RE = re.compile(r"(?P<b>[Bb])?(?P<pan>[0-9]+)(?P<sep>[=Dd])(?P<rest>.*)", re.DOTALL)
+_TRACK2_RE = lazy(r"(?P<b>[Bb])?(?P<pan>[0-9]+)(?P<sep>[=Dd])(?P<rest>.*)", re.DOTALL)
 # EMV pad: an 'F' nibble to complete the last byte; zero bytes after it are cipher-block padding.
-_EMV_PAD_RE = re.compile(r"[Ff]0*\Z")
-_KEYED_RE = re.compile(r"(?P<pan>[0-9]+)(?:=(?P<exp>[0-9]{4})(?:=(?P<cvv>[0-9]{3,4}))?|==(?P<cvv_only>[0-9]{3,4}))?")
+_EMV_PAD_RE = lazy(r"[Ff]0*\Z")
+_KEYED_RE = lazy(r"(?P<pan>[0-9]+)(?:=(?P<exp>[0-9]{4})(?:=(?P<cvv>[0-9]{3,4}))?|==(?P<cvv_only>[0-9]{3,4}))?")
 
 
 class TrackError(ValueError):

@@ -27,6 +27,9 @@ Response headers are returned raw (hop-by-hop headers included); the caller filt
 Built on the standard library's ``http.client`` (no ``urllib3``: it costs tens of milliseconds to import, and
 cold start matters). Request headers are written line by line: a name given several times goes out as several
 lines, in order.
+
+:class:`HttpResponse` is written by hand for a measured cold start reason (:mod:`vaultcore.plain`: a dataclass costs
+0.4-2 ms to create on python3.13, and importing ``dataclasses`` ~10 ms; docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -42,7 +45,6 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -55,6 +57,7 @@ from vaultcore.net.ssrf import (
     resolve_and_check,
     validate_target_url,
 )
+from vaultcore.plain import Frozen, init
 
 __all__ = [
     "MAX_TOTAL_TIMEOUT",
@@ -127,16 +130,19 @@ class ResponseTooLarge(EgressError):
     default_message = "Target response is too large."
 
 
-@dataclass(frozen=True)
-class HttpResponse:
+class HttpResponse(Frozen):
     """A target's answer. ``headers`` keeps order and duplicates (``Set-Cookie``); names as sent.
 
     A 3xx is an ordinary response here: redirects are never followed (see the module docstring).
     """
 
+    __slots__ = ("status", "headers", "body")
     status: int
     headers: tuple[tuple[str, str], ...]
     body: bytes
+
+    def __init__(self, status: int, headers: tuple[tuple[str, str], ...], body: bytes) -> None:
+        init(self, status=status, headers=headers, body=body)
 
     def header(self, name: str, default: str | None = None) -> str | None:
         """First value of header ``name`` (case-insensitive)."""

@@ -27,6 +27,8 @@ from itertools import accumulate
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode
 
+from vaultcore.lazy_re import lazy
+
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
@@ -52,22 +54,22 @@ DEFAULT_MAX_BYTES = 1_048_576
 # bytes.replace and re.sub run in C: no Python work per value).
 _KEEP_STRUCTURE = b'"[]{},'
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in _KEEP_STRUCTURE)
-_ESCAPE = re.compile(rb"\\.", re.DOTALL)
-_STRING = re.compile(rb'"[^"]*"')
+_ESCAPE = lazy(rb"\\.", re.DOTALL)
+_STRING = lazy(rb'"[^"]*"')
 _DEPTH_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
 # A container holding no container: an array is "[" + one comma per element after the first + "]".
-_INNERMOST = re.compile(rb"\[,*\]|\{,*\}")
+_INNERMOST = lazy(rb"\[,*\]|\{,*\}")
 # A \uD800-\uDFFF escape: the only way a lone surrogate gets into decoded JSON text (raw UTF-8 cannot carry one;
 # a well-formed pair decodes to one code point, only an unpaired one survives as a surrogate).
-_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_SURROGATE_ESCAPE = lazy(rb"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 # A DOCTYPE is refused on the bytes, before libxml2 parses any of it. That scan is only sound when markup
 # is ASCII in the bytes, so documents must be in an ASCII-compatible encoding: no UTF-16/32 (NUL bytes,
 # which XML forbids as characters, betray them), no UTF-7/EBCDIC (declared encoding allowlist, and the
 # document must start with "<").
-_DOCTYPE = re.compile(rb"<!DOCTYPE", re.IGNORECASE)
-_ENTITY_DECL = re.compile(rb"<!ENTITY", re.IGNORECASE)
-_XML_START = re.compile(rb"^(?:\xef\xbb\xbf)?[ \t\r\n]*<")
-_DECLARED_ENCODING = re.compile(rb"^(?:\xef\xbb\xbf)?<\?xml[^>]*?encoding\s*=\s*[\"']([^\"']*)[\"']")
+_DOCTYPE = lazy(rb"<!DOCTYPE", re.IGNORECASE)
+_ENTITY_DECL = lazy(rb"<!ENTITY", re.IGNORECASE)
+_XML_START = lazy(rb"^(?:\xef\xbb\xbf)?[ \t\r\n]*<")
+_DECLARED_ENCODING = lazy(rb"^(?:\xef\xbb\xbf)?<\?xml[^>]*?encoding\s*=\s*[\"']([^\"']*)[\"']")
 _ASCII_COMPATIBLE_ENCODINGS = frozenset(
     {"utf-8", "utf8", "us-ascii", "ascii", "iso-8859-1", "latin1", "latin-1", "iso-8859-15", "windows-1252", "cp1252"}
 )

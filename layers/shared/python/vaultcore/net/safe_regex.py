@@ -24,20 +24,23 @@ until its own timeout. Here:
 
 The probes are a heuristic that catches the usual exponential and polynomial shapes; the per-call timeout and
 the per-request budget are the guarantee.
+
+:class:`BoundedPattern` is written by hand for a measured cold start reason (:mod:`vaultcore.plain`: a dataclass
+costs 0.4-2 ms to create on python3.13, and importing ``dataclasses`` ~10 ms; docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from vaultcore.lazy_re import lazy
 from vaultcore.net import deadline
+from vaultcore.plain import FrozenIdentity, init
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -108,8 +111,7 @@ def probing(*, enabled: bool = True, budget_seconds: float = CONFIG_PROBE_BUDGET
         _skip_probes.reset(skip)
 
 
-@dataclass(frozen=True, eq=False)
-class BoundedPattern:
+class BoundedPattern(FrozenIdentity):
     """A compiled pattern whose every operation carries a timeout: ``timeout`` (seconds), or less when the
     request's budget (:func:`vaultcore.net.deadline.current`) has less left.
 
@@ -117,9 +119,13 @@ class BoundedPattern:
     (:class:`RegexBudgetExhausted` when it was the request's budget).
     """
 
+    __slots__ = ("pattern", "timeout", "_compiled")
     pattern: str
     timeout: float
     _compiled: Any
+
+    def __init__(self, pattern: str, timeout: float, _compiled: Any) -> None:
+        init(self, pattern=pattern, timeout=timeout, _compiled=_compiled)
 
     @property
     def groups(self) -> int:
@@ -241,8 +247,8 @@ def _unique(chars: str, limit: int) -> list[str]:
 
 
 # A group's opening that is syntax, not text: (?:  (?=  (?!  (?<=  (?<!  (?>  (?|  (?P<name>  (?<name>  (?i)  (?i:
-_GROUP_SYNTAX = re.compile(r"\(\?(?:P?<[A-Za-z_]\w*>|P=\w+\)|<[=!]|[=!:>|]|[A-Za-z0-9^-]*[:)])")
-_QUANTIFIER = re.compile(r"\{\d*,?\d*\}")
+_GROUP_SYNTAX = lazy(r"\(\?(?:P?<[A-Za-z_]\w*>|P=\w+\)|<[=!]|[=!:>|]|[A-Za-z0-9^-]*[:)])")
+_QUANTIFIER = lazy(r"\{\d*,?\d*\}")
 _CLASS_ESCAPES = {"d": "1", "w": "a", "s": " ", "D": "a", "W": "!", "S": "a", "h": " ", "N": "a"}
 
 

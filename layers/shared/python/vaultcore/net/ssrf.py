@@ -24,17 +24,22 @@ policy; link-local (instance metadata ``169.254.169.254`` / ``fd00:ec2::254``) i
 Error messages are fixed strings: they never echo the URL (which a caller controls and which may carry
 secrets) nor the resolved address (which would disclose internal DNS). ``EgressDenied.reason`` is a short
 category for the internal log.
+
+:class:`EgressPolicy`, :class:`ParsedTarget` are written by hand for a measured cold start reason
+(:mod:`vaultcore.plain`: a dataclass costs 0.4-2 ms to create on python3.13, and importing ``dataclasses`` ~10 ms;
+docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import ipaddress
 import os
-import re
 import socket
-from dataclasses import dataclass
 from typing import TypeAlias
 from urllib.parse import urlsplit
+
+from vaultcore.lazy_re import lazy
+from vaultcore.plain import Frozen, init
 
 __all__ = [
     "LOCAL_EGRESS_ENV",
@@ -84,8 +89,7 @@ class EgressConnectionError(EgressError):
     default_message = "Target could not be reached."
 
 
-@dataclass(frozen=True)
-class EgressPolicy:
+class EgressPolicy(Frozen):
     """What outbound calls may reach. The default is the production policy: https to public addresses only.
 
     ``allow_private`` (RFC 1918 / unique-local addresses) exists for explicit test or VPC wiring; it never
@@ -93,10 +97,16 @@ class EgressPolicy:
     set of ports a target may use.
     """
 
-    allow_http: bool = False
-    allow_loopback: bool = False
-    allow_private: bool = False
-    allowed_ports: frozenset[int] | None = None
+    __slots__ = ("allow_http", "allow_loopback", "allow_private", "allowed_ports")
+    allow_http: bool
+    allow_loopback: bool
+    allow_private: bool
+    allowed_ports: frozenset[int] | None
+
+    def __init__(self, allow_http: bool = False, allow_loopback: bool = False, allow_private: bool = False,
+                 allowed_ports: frozenset[int] | None = None) -> None:
+        init(self, allow_http=allow_http, allow_loopback=allow_loopback, allow_private=allow_private,
+             allowed_ports=allowed_ports)
 
     @classmethod
     def from_env(cls) -> EgressPolicy:
@@ -109,8 +119,7 @@ class EgressPolicy:
         return cls(allow_http=local, allow_loopback=local)
 
 
-@dataclass(frozen=True)
-class ParsedTarget:
+class ParsedTarget(Frozen):
     """A target URL that passed :func:`validate_target_url`.
 
     ``host`` is lower-case ASCII without a trailing dot, IPv6 literals without brackets; ``port`` is the
@@ -118,11 +127,15 @@ class ParsedTarget:
     dropped: it is never sent on the wire).
     """
 
+    __slots__ = ("scheme", "host", "port", "request_target", "is_ip_literal")
     scheme: str
     host: str
     port: int
     request_target: str
-    is_ip_literal: bool = False
+    is_ip_literal: bool
+
+    def __init__(self, scheme: str, host: str, port: int, request_target: str, is_ip_literal: bool = False) -> None:
+        init(self, scheme=scheme, host=host, port=port, request_target=request_target, is_ip_literal=is_ip_literal)
 
     @property
     def host_header(self) -> str:
@@ -142,14 +155,14 @@ class ParsedTarget:
 
 # Control characters, whitespace and backslashes are refused outright: browsers, urllib and urllib3 disagree
 # on how to read them (``https://good.com\@evil``), and such disagreements are how SSRF filters get bypassed.
-_FORBIDDEN_URL_CHARS = re.compile(r"[\x00-\x20\x7f\\]")
-_LABEL = re.compile(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
+_FORBIDDEN_URL_CHARS = lazy(r"[\x00-\x20\x7f\\]")
+_LABEL = lazy(r"^[a-z0-9_](?:[a-z0-9_-]{0,61}[a-z0-9_])?$")
 # WHATWG URL standard: a host whose last label is numeric ("1", "0x1f", "0x") is an IPv4 address, however
 # many labels it has. getaddrinfo/inet_aton accept the same legacy forms (decimal, octal, hex, short).
-_NUMERIC_LABEL = re.compile(r"^(?:0x[0-9a-f]*|[0-9]+)$")
-_DEC = re.compile(r"^[0-9]+$")
-_OCT = re.compile(r"^[0-7]+$")
-_HEX = re.compile(r"^[0-9a-f]*$")
+_NUMERIC_LABEL = lazy(r"^(?:0x[0-9a-f]*|[0-9]+)$")
+_DEC = lazy(r"^[0-9]+$")
+_OCT = lazy(r"^[0-7]+$")
+_HEX = lazy(r"^[0-9a-f]*$")
 
 # Names that point inside a network by convention or by standard (RFC 6761, RFC 6762, RFC 8375, cloud DNS).
 _INTERNAL_NAMES = frozenset(

@@ -6,6 +6,9 @@ Credentials at rest:
 - the HMAC shared key must be recoverable to verify signatures, so it is stored KMS-wrapped.
 Rotation keeps the previous credential valid for an overlap window (default 24 hours) so partners can
 roll out the new one without downtime; both checks are constant-time.
+
+:class:`Partner` is written by hand for a measured cold start reason (:mod:`vaultcore.plain`: a dataclass costs
+0.4-2 ms to create on python3.13, and importing ``dataclasses`` ~10 ms; docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -13,14 +16,14 @@ from __future__ import annotations
 import base64
 import hashlib
 import hmac
-import re
 import secrets
-from dataclasses import dataclass, field
 from typing import Any
 
 from vaultcore import clock
 from vaultcore.cache import ContainerCache
 from vaultcore.errors import Conflict, NotFound, ValidationError
+from vaultcore.lazy_re import lazy
+from vaultcore.plain import Frozen, init
 from vaultcore.settings import settings
 from vaultcore.store import registry
 from vaultcore.store.keys import unwrap_secret, wrap_secret
@@ -44,22 +47,29 @@ def default_api_security() -> str:
     body credentials and cannot sign, so a partner moving over would otherwise get 1003 on every call. Either is
     set explicitly with ``apiSecurity`` (docs/operators/onboarding.md)."""
     return "key" if settings().is_cert else "hmac"
-PARTNER_ID = re.compile(r"[A-Za-z0-9]{3,40}")  # ASCII letters and digits (the management API's document)
-PARTNER_NAME_TEXT = re.compile(r"\S")  # a name is 1 to 100 characters, not only white space
+PARTNER_ID = lazy(r"[A-Za-z0-9]{3,40}")  # ASCII letters and digits (the management API's document)
+PARTNER_NAME_TEXT = lazy(r"\S")  # a name is 1 to 100 characters, not only white space
 _cache: ContainerCache[Partner] = ContainerCache("record_cache_seconds", max_items=2048)
 
 
-@dataclass(frozen=True)
-class Partner:
+class Partner(Frozen):
+    __slots__ = ("partner_id", "name", "api_security", "status", "key_hashes", "hmac_keys", "permissions")
     partner_id: str
     name: str
     api_security: str
     status: str
-    key_hashes: list[dict[str, Any]] = field(default_factory=list)
-    hmac_keys: list[dict[str, Any]] = field(default_factory=list)
+    key_hashes: list[dict[str, Any]]
+    hmac_keys: list[dict[str, Any]]
     #: Permissions set through the management API (issue 21): ``detokenize`` (off unless set) lets the partner
     #: reveal values through the secure API's detokenize endpoints, for templates whose accessMode allows it.
-    permissions: dict[str, Any] = field(default_factory=dict)
+    permissions: dict[str, Any]
+
+    def __init__(self, partner_id: str, name: str, api_security: str, status: str,
+                 key_hashes: list[dict[str, Any]] | None = None, hmac_keys: list[dict[str, Any]] | None = None,
+                 permissions: dict[str, Any] | None = None) -> None:
+        init(self, partner_id=partner_id, name=name, api_security=api_security, status=status,
+             key_hashes=[] if key_hashes is None else key_hashes, hmac_keys=[] if hmac_keys is None else hmac_keys,
+             permissions={} if permissions is None else permissions)
 
     @property
     def active(self) -> bool:

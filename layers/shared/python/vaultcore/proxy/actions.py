@@ -11,14 +11,17 @@ dry run), which import it. A dry run (``simulate``) locates and reports but call
 
 The token service and the decryption stack are imported where they are called: the management API imports this
 module for dry runs, which call neither (the proxy function imports them during init, functions/proxy/app.py).
+
+:class:`ActionRunner` is written by hand for a measured cold start reason (:mod:`vaultcore.plain`: a dataclass
+costs 0.4-2 ms to create on python3.13; docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from vaultcore.errors import AuthenticationFailed, DependencyError, VaultError
+from vaultcore.plain import Mutable
 from vaultcore.proxy import errors as E
 from vaultcore.proxy.config import BOOLEAN_TEXT, ActionSpec, ProxyConfig, SubstitutionSpec
 from vaultcore.proxy.transform import CompiledPath, Message, Slot, Splicer, locate, new_splicer
@@ -140,32 +143,54 @@ def _vault_id_header(headers: dict[str, str]) -> str | None:
     return value
 
 
-@dataclass
-class ActionRunner:
+class ActionRunner(Mutable):
     """Runs a configuration's actions over a message: the request actions over the request, then the response
     actions over the target's response (:meth:`run_response`). ``simulate`` (dry run) locates and reports but
-    calls no tokenization or decryption: values are replaced by placeholders."""
+    calls no tokenization or decryption: values are replaced by placeholders.
 
+    Fields (constructor order): ``sensitive``, the clear values to keep out of the log; ``vault_id_out``, the
+    exchange's bfid: issued by the request tokenize action, extended or issued by the response tokenize action;
+    returned in the vault-id response header; ``outcomes`` and ``response_outcomes``, each action's outcome;
+    ``unmatched``, the substitutions that matched nothing, as "<action index>.<substitution index>" ("r<i>.<j>"
+    for response actions): the vault-unmatched header and the log; ``variables``, the exchange variables,
+    lower-case name -> value, never forwarded, never logged (only tokens are returned); ``token_variables``, the
+    variables whose value is a token (last written by a tokenize action): returned as vault-var-<name>;
+    ``response_clear_paths``, the places of the response where a response detokenize action wrote clear data
+    (masked in the log)."""
+
+    __slots__ = ("config", "partner_id", "request_headers", "simulate", "sensitive", "vault_id_out", "outcomes",
+                 "response_outcomes", "unmatched", "variables", "token_variables", "response_clear_paths", "_card")
+    _no_repr = frozenset({"variables"})
     config: ProxyConfig
     partner_id: str
     request_headers: dict[str, str]
-    simulate: bool = False
-    sensitive: list[str] = field(default_factory=list)
-    #: The exchange's bfid: issued by the request tokenize action, extended or issued by the response tokenize
-    #: action; returned in the vault-id response header.
-    vault_id_out: str | None = None
-    outcomes: list[dict[str, Any]] = field(default_factory=list)
-    response_outcomes: list[dict[str, Any]] = field(default_factory=list)
-    #: Substitutions that matched nothing, as "<action index>.<substitution index>" ("r<i>.<j>" for response
-    #: actions): the vault-unmatched header and the log.
-    unmatched: list[str] = field(default_factory=list)
-    #: Exchange variables, lower-case name -> value. Never forwarded, never logged; only tokens are returned.
-    variables: dict[str, Any] = field(default_factory=dict, repr=False)
-    #: Variables whose value is a token (last written by a tokenize action): returned as vault-var-<name>.
-    token_variables: set[str] = field(default_factory=set)
-    #: Places of the response where a response detokenize action wrote clear data (masked in the log).
-    response_clear_paths: list[CompiledPath] = field(default_factory=list)
-    _card: Any = None
+    simulate: bool
+    sensitive: list[str]
+    vault_id_out: str | None
+    outcomes: list[dict[str, Any]]
+    response_outcomes: list[dict[str, Any]]
+    unmatched: list[str]
+    variables: dict[str, Any]
+    token_variables: set[str]
+    response_clear_paths: list[CompiledPath]
+    _card: Any
+
+    def __init__(self, config: ProxyConfig, partner_id: str, request_headers: dict[str, str], simulate: bool = False,
+                 sensitive: list[str] | None = None, vault_id_out: str | None = None,
+                 outcomes: list[dict[str, Any]] | None = None, response_outcomes: list[dict[str, Any]] | None = None,
+                 unmatched: list[str] | None = None, variables: dict[str, Any] | None = None,
+                 token_variables: set[str] | None = None, response_clear_paths: list[CompiledPath] | None = None,
+                 _card: Any = None) -> None:
+        self.config, self.partner_id, self.request_headers, self.simulate = config, partner_id, request_headers, simulate
+        self.sensitive = [] if sensitive is None else sensitive
+        self.vault_id_out = vault_id_out
+        self.outcomes = [] if outcomes is None else outcomes
+        self.response_outcomes = [] if response_outcomes is None else response_outcomes
+        self.unmatched = [] if unmatched is None else unmatched
+        self.variables = {} if variables is None else variables
+        self.token_variables = set() if token_variables is None else token_variables
+        self.response_clear_paths = [] if response_clear_paths is None else response_clear_paths
+        self._card = _card
 
     def run(self, message: Message) -> None:
         try:

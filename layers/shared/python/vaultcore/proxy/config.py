@@ -35,20 +35,22 @@ before they existed keeps working).
 
 Secrets (``password``, ``secret``) are stored KMS-wrapped (envelope encryption, DESIGN.md §4) and never
 returned: the public view shows ``[REDACTED]``.
+
+The model classes (:class:`AuthSpec` ... :class:`ProxyConfig`) are written by hand for a measured cold start reason
+(:mod:`vaultcore.plain`: a dataclass costs 0.4-2 ms to create on python3.13; docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import hmac
 import json
-import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from vaultcore.cards.masking import MASK_PATTERNS, REDACTED
-from vaultcore.cards.tracks import TRACK_FORMATS
+from vaultcore.lazy_re import lazy
 from vaultcore.net.safe_regex import probing
 from vaultcore.net.ssrf import EgressDenied, EgressPolicy, ParsedTarget, validate_target_url
+from vaultcore.plain import Frozen, init
 from vaultcore.proxy import errors as E
 from vaultcore.proxy.transform import SOURCES, TYPES, CompiledPath, PathError, compile_path
 
@@ -103,7 +105,7 @@ MAX_TARGET_LENGTH = 2048
 SUBSTITUTION_SOURCES = SOURCES + ("variable",)
 #: A response has no query string.
 RESPONSE_SOURCES = ("body", "header", "variable")
-_VARIABLE_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+_VARIABLE_NAME = lazy(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
 #: Response headers a response substitution may not name: framing and hop-by-hop headers, cookies (never returned
 #: to the partner) and the proxy's own headers.
 _RESPONSE_HEADERS_REFUSED = frozenset({
@@ -111,51 +113,70 @@ _RESPONSE_HEADERS_REFUSED = frozenset({
     "upgrade", "content-length", "content-encoding", "content-type", "set-cookie", "vault-id", "vault-unmatched",
 })
 _MAX_NAME = 128
-NON_BLANK = re.compile(r"\S")  # names, credentials, templateRef and target: not empty, not only white space
+NON_BLANK = lazy(r"\S")  # names, credentials, templateRef and target: not empty, not only white space
 _WRAPPED = "$wrapped"
 
 
 # ---------------------------------------------------------------------------------------------------- model
 
 
-@dataclass(frozen=True)
-class AuthSpec:
+class AuthSpec(Frozen):
     """An authorization object. ``secret`` is the clear password/secret (validation time only); ``wrapped`` its
     stored envelope."""
 
+    __slots__ = ("type", "where", "header_name", "username", "secret", "wrapped")
+    _no_repr = frozenset({"secret", "wrapped"})
     type: str
     where: str
-    header_name: str | None = None
-    username: str | None = None
-    secret: bytes | None = field(default=None, repr=False)
-    wrapped: dict[str, Any] | None = field(default=None, repr=False)
+    header_name: str | None
+    username: str | None
+    secret: bytes | None
+    wrapped: dict[str, Any] | None
+
+    def __init__(self, type: str, where: str, header_name: str | None = None, username: str | None = None,
+                 secret: bytes | None = None, wrapped: dict[str, Any] | None = None) -> None:
+        init(self, type=type, where=where, header_name=header_name, username=username, secret=secret,
+             wrapped=wrapped)
 
 
-@dataclass(frozen=True)
-class MaskSpec:
+class MaskSpec(Frozen):
+    __slots__ = ("path", "pattern")
     path: CompiledPath
     pattern: str
 
+    def __init__(self, path: CompiledPath, pattern: str) -> None:
+        init(self, path=path, pattern=pattern)
 
-@dataclass(frozen=True)
-class SubstitutionSpec:
+
+class SubstitutionSpec(Frozen):
+    __slots__ = ("path", "field_name", "data_type", "default", "format", "required")
     path: CompiledPath
-    field_name: str | None = None  # tokenization
-    data_type: str | None = None  # parser
-    default: str | None = None  # parser
-    format: str | None = None  # parser
-    required: bool = False  # a request where it matches nothing is refused (8115), not forwarded
+    field_name: str | None  # tokenization
+    data_type: str | None  # parser
+    default: str | None  # parser
+    format: str | None  # parser
+    required: bool  # a request where it matches nothing is refused (8115), not forwarded
+
+    def __init__(self, path: CompiledPath, field_name: str | None = None, data_type: str | None = None,
+                 default: str | None = None, format: str | None = None, required: bool = False) -> None:
+        init(self, path=path, field_name=field_name, data_type=data_type, default=default, format=format,
+             required=required)
 
 
-@dataclass(frozen=True)
-class ActionSpec:
+class ActionSpec(Frozen):
+    __slots__ = ("index", "type", "authorization", "substitutions", "method", "template_ref", "phase")
     index: int
     type: str
     authorization: AuthSpec
     substitutions: tuple[SubstitutionSpec, ...]
-    method: str | None = None  # tokenize / detokenize
-    template_ref: str | None = None
-    phase: str = "request"  # or "response" (responseActions)
+    method: str | None  # tokenize / detokenize
+    template_ref: str | None
+    phase: str  # "request", or "response" (responseActions)
+
+    def __init__(self, index: int, type: str, authorization: AuthSpec, substitutions: tuple[SubstitutionSpec, ...],
+                 method: str | None = None, template_ref: str | None = None, phase: str = "request") -> None:
+        init(self, index=index, type=type, authorization=authorization, substitutions=substitutions, method=method,
+             template_ref=template_ref, phase=phase)
 
     @property
     def label(self) -> str:
@@ -176,8 +197,9 @@ class ActionSpec:
         return self.type == "parser" or self.method == "detokenize"
 
 
-@dataclass(frozen=True)
-class ProxyConfig:
+class ProxyConfig(Frozen):
+    __slots__ = ("method", "target", "parsed_target", "target_error", "authorization", "request_masks",
+                 "response_masks", "error_masks", "actions", "partner_id", "reference", "version", "response_actions")
     method: str
     target: str
     parsed_target: ParsedTarget | None
@@ -187,10 +209,19 @@ class ProxyConfig:
     response_masks: tuple[MaskSpec, ...]
     error_masks: tuple[MaskSpec, ...]
     actions: tuple[ActionSpec, ...]
-    partner_id: str = ""
-    reference: str = ""
-    version: int = 0
-    response_actions: tuple[ActionSpec, ...] = ()
+    partner_id: str
+    reference: str
+    version: int
+    response_actions: tuple[ActionSpec, ...]
+
+    def __init__(self, method: str, target: str, parsed_target: ParsedTarget | None, target_error: str | None,
+                 authorization: AuthSpec, request_masks: tuple[MaskSpec, ...], response_masks: tuple[MaskSpec, ...],
+                 error_masks: tuple[MaskSpec, ...], actions: tuple[ActionSpec, ...], partner_id: str = "",
+                 reference: str = "", version: int = 0, response_actions: tuple[ActionSpec, ...] = ()) -> None:
+        init(self, method=method, target=target, parsed_target=parsed_target, target_error=target_error,
+             authorization=authorization, request_masks=request_masks, response_masks=response_masks,
+             error_masks=error_masks, actions=actions, partner_id=partner_id, reference=reference, version=version,
+             response_actions=response_actions)
 
     @property
     def has_required(self) -> bool:
@@ -364,6 +395,10 @@ def _substitution(value: Any, where: str, action_type: str, phase: str = "reques
     if cpath.source == "variable" and data_type == "boolean":
         raise _fail(f"{where}.dataType 'boolean' is not allowed for a variable (a variable holds a value for a "
                     f"tokenize action: use string or number).")
+    # Lazy: only a parser action's substitution names a track format; the proxy's init does not load the track
+    # parser for configurations that have none (cold start, docs/design/benchmarks.md).
+    from vaultcore.cards.tracks import TRACK_FORMATS
+
     fmt = _enum(obj["format"], f"{where}.format", TRACK_FORMATS)
     default = obj.get("default")
     if default is not None and not isinstance(default, str):
@@ -589,6 +624,19 @@ def _auth_objects(doc: dict[str, Any]) -> list[dict[str, Any]]:
     objs.extend(a["authorization"] for a in doc["actions"])
     objs.extend(a["authorization"] for a in doc.get("responseActions") or [])
     return objs
+
+
+def stored_envelopes(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The wrapped secrets of a stored document (basic and hmac authorizations), in document order: what
+    :func:`vaultcore.proxy.service._authorize` unwraps (under :func:`secret_context`) before any action runs."""
+    found = []
+    for auth in _auth_objects(doc):
+        if auth.get("type") in ("basic", "hmac"):
+            for key in ("password", "secret"):
+                value = auth.get(key)
+                if isinstance(value, dict) and isinstance(value.get(_WRAPPED), dict):
+                    found.append(value[_WRAPPED])
+    return found
 
 
 def stored_document(doc: dict[str, Any], wrap: Any) -> dict[str, Any]:

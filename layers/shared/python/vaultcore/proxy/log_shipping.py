@@ -24,7 +24,6 @@ to the shipper function right after the proxy invocation that wrote it.
 from __future__ import annotations
 
 import base64
-import gzip
 import json
 import sys
 import threading
@@ -77,6 +76,8 @@ def emit(item: dict[str, Any]) -> None:
 def decode_subscription_event(event: dict[str, Any]) -> list[dict[str, Any]]:
     """The items in a CloudWatch Logs subscription event (``awslogs.data``: base64 of gzipped JSON whose
     ``logEvents[].message`` are the lines). Lines without the marker (other output) are skipped."""
+    import gzip  # lazy: the shipper decodes, the proxy (which imports this module to write lines) never does
+
     data = json.loads(gzip.decompress(base64.b64decode(event["awslogs"]["data"])))
     if data.get("messageType") != "DATA_MESSAGE":  # CONTROL_MESSAGE: CloudWatch's own reachability check
         return []

@@ -6,7 +6,10 @@ Flow (interface.md "the proxy endpoint"; docs/integrators/proxy.md):
    8003/401; the path's partner must be the authenticated one and own the configuration, else 8004/403 with one
    message for both cases (no oracle of other partners' references);
 2. load the configuration: the item is cached per container for ``RECORD_CACHE_SECONDS`` and its compiled form
-   (paths, XPath objects, bounded regexes) per *version*, so an update is never served half old, half new;
+   (paths, XPath objects, bounded regexes) per *version*, so an update is never served half old, half new. When
+   the item is read from the table, what steps 3 and 4 will read first (the configuration's wrapped secrets, the
+   partner's token key ring and current subkeys, each tokenize action's latest template) is read in a background
+   thread while the configuration compiles (:class:`_Prefetch`), into the same container caches they read;
 3. check each action's authorization against the partner (basic/hmac credentials must still be the partner's
    live ones: a rotated or revoked credential stops the configuration, 8004);
 4. parse the body by ``Content-Type`` (JSON, XML, URL-form; bounded; any DOCTYPE refused) and run the actions
@@ -41,11 +44,10 @@ from __future__ import annotations
 
 import base64
 import hmac
-import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
@@ -54,7 +56,8 @@ from vaultcore import clock, metrics
 from vaultcore.api.http import Request, Response
 from vaultcore.cache import ContainerCache
 from vaultcore.errors import AuthenticationFailed, NotFound, PermissionDenied, VaultError
-from vaultcore.logs import get_logger
+from vaultcore.lazy_re import lazy
+from vaultcore.logs import current_correlation_id, get_logger, set_request_context
 from vaultcore.net import deadline
 from vaultcore.net.ssrf import EgressDenied, EgressPolicy, validate_target_url
 from vaultcore.proxy import errors as E
@@ -91,8 +94,8 @@ __all__ = [
 #: Response header naming the substitutions that matched nothing: ``<action index>.<substitution index>``, comma
 #: separated (docs/integrators/proxy.md). Absent when every substitution matched.
 UNMATCHED_HEADER = "vault-unmatched"
-_PATH = re.compile(r"/api/v1/partners/(?P<partnerID>[^/]+)/configurations/(?P<configReferenceID>[^/]+)/?$")
-_REFERENCE = re.compile(r"^[A-Za-z0-9_\-]{1,64}$")
+_PATH = lazy(r"/api/v1/partners/(?P<partnerID>[^/]+)/configurations/(?P<configReferenceID>[^/]+)/?$")
+_REFERENCE = lazy(r"^[A-Za-z0-9_\-]{1,64}$")
 _MAX_VAULT_ID = MAX_VAULT_ID  # the bound the proxy's OpenAPI document states (local/contracts/proxy.py)
 _log = get_logger("proxy")
 
@@ -140,7 +143,8 @@ def invalidate(partner_id: str, reference: str) -> None:
 
 def compile_item(item: dict[str, Any]) -> ProxyConfig:
     import json
-    from dataclasses import replace
+
+    from vaultcore.plain import replace
 
     key = (item["partnerId"], item["configReferenceID"], int(item.get("version", 1)))
     with _lock:
@@ -157,8 +161,10 @@ def compile_item(item: dict[str, Any]) -> ProxyConfig:
     return config
 
 
-def load_config(partner_id: str, reference: str) -> ProxyConfig | None:
-    """The partner's configuration, compiled; None when it does not exist."""
+def load_config(partner_id: str, reference: str, *, on_read: Callable[[dict[str, Any]], None] | None = None
+                ) -> ProxyConfig | None:
+    """The partner's configuration, compiled; None when it does not exist. ``on_read`` is called with the item
+    when it was read from the table (not cached), before it is compiled."""
     if not _REFERENCE.match(reference or ""):
         return None
     cache = _items
@@ -168,7 +174,84 @@ def load_config(partner_id: str, reference: str) -> ProxyConfig | None:
         if item is None:
             return None
         cache.put((partner_id, reference), item)
+        if on_read is not None:
+            on_read(item)
     return compile_item(item)
+
+
+class _Prefetch:
+    """The reads steps 3 and 4 make first, made ahead in a background thread while the configuration compiles
+    (step 2; cold start, docs/design/benchmarks.md "Cold starts").
+
+    A container that has just read a configuration from the table usually has nothing of the partner's cached
+    either: step 3 would then unwrap the configuration's secrets (KMS Decrypt) and a tokenize action read the key
+    ring (a Query), unwrap the current key (KMS Decrypt) and read the template (a Query), one after the other,
+    after the compilation (JSONPath and regex engines, ~25 ms of CPU). Here those reads overlap the compilation
+    instead. They go into the caches steps 3 and 4 read (:func:`vaultcore.store.keys.unwrap_secret`,
+    :func:`vaultcore.tokens.keys.warm`, :func:`vaultcore.tokens.template_store.load_latest`): the same keys,
+    lifetimes and invalidation, and nothing is written (a partner without a key ring gets its first key from the
+    action, as before). Nothing is decided here: the credentials check of step 3 and every check of the actions
+    still happen where they did, on what they read again if the prefetch could not (its failure is logged by type
+    only and otherwise ignored). The caller is authenticated and the configuration is its own before the thread
+    starts. :meth:`wait` runs before step 3 (when the configuration has secrets) and before the actions, so that
+    they find the caches filled rather than read the same items a second time.
+    """
+
+    #: How long the actions wait for the reads ahead (each AWS call is itself bounded by the client's timeouts);
+    #: after it they read for themselves.
+    WAIT_SECONDS = 5.0
+
+    def __init__(self, partner_id: str) -> None:
+        self.partner_id = partner_id
+        self._thread: threading.Thread | None = None
+
+    def start(self, item: dict[str, Any]) -> None:
+        """Start the reads for the stored document of ``item`` (validated when it was saved; a document that does
+        not read as expected simply gets no prefetch)."""
+        import contextvars
+        import json
+        from functools import partial
+
+        from vaultcore.proxy.config import secret_context, stored_envelopes
+        from vaultcore.store.keys import unwrap_secret
+        from vaultcore.tokens import keys, template_store
+
+        try:
+            doc = json.loads(item["document"])
+            envelopes = stored_envelopes(doc)
+            actions = [a for a in (doc.get("actions") or []) + (doc.get("responseActions") or [])
+                       if isinstance(a, dict) and a.get("type") == "tokenization"]
+            context = secret_context(self.partner_id, item["configReferenceID"])
+        except (ValueError, TypeError, AttributeError, KeyError):
+            return
+        # In the order the exchange needs them: the configuration's secrets (step 3), then the tokenization's.
+        reads: list[Callable[[], object]] = [partial(unwrap_secret, e, context) for e in envelopes]
+        if actions:
+            reads.append(partial(keys.warm, self.partner_id))
+            reads += [partial(template_store.load_latest, self.partner_id, ref) for ref in sorted(
+                {a["templateRef"] for a in actions
+                 if a.get("method") == "tokenize" and isinstance(a.get("templateRef"), str)})]
+        if not reads:
+            return
+        # In a copy of the request's context (budgets), under the request's id in the log (a thread-local).
+        self._thread = threading.Thread(target=contextvars.copy_context().run,
+                                        args=(self._read, reads, current_correlation_id()), name="proxy-prefetch",
+                                        daemon=True)
+        self._thread.start()
+
+    def _read(self, reads: list[Callable[[], object]], request_id: str | None) -> None:
+        set_request_context(request_id)
+        for read in reads:  # each on its own: one that fails leaves the others to be read ahead
+            try:
+                read()
+            except Exception as exc:  # noqa: BLE001 - the action reads again and reports its own error
+                _log.info("proxy prefetch failed", extra={"partner_id": self.partner_id,
+                                                          "reason": type(exc).__name__})
+
+    def wait(self) -> None:
+        if self._thread is not None:
+            self._thread.join(self.WAIT_SECONDS)
+            self._thread = None
 
 
 # ---------------------------------------------------------------------------------------------------- helpers
@@ -351,8 +434,12 @@ def handle_proxy(request: Request) -> Response:
     outcome."""
     timer = _Clock()
     caller, reference = _authenticate(request, timer)
-    config = _load_configuration(caller, reference, timer)
-    return _Exchange(config, caller.partner, request, timer).run()
+    prefetch = _Prefetch(caller.partner_id)
+    try:
+        config = _load_configuration(caller, reference, timer, prefetch)
+        return _Exchange(config, caller.partner, request, timer, prefetch).run()
+    finally:
+        prefetch.wait()  # no read outlives its request (one that failed before its actions ran)
 
 
 def _authenticate(request: Request, timer: _Clock) -> tuple[Any, str]:
@@ -371,12 +458,13 @@ def _authenticate(request: Request, timer: _Clock) -> tuple[Any, str]:
     return caller, reference
 
 
-def _load_configuration(caller: Any, reference: str, timer: _Clock) -> ProxyConfig:
+def _load_configuration(caller: Any, reference: str, timer: _Clock, prefetch: _Prefetch) -> ProxyConfig:
     """Step 2: the caller's configuration. One that does not exist is refused with the same 8004 as another
     partner's path, so that no caller can learn which references exist. The item is cached per container and its
-    compiled form per version (:func:`load_config`): an update is never served half old, half new."""
+    compiled form per version (:func:`load_config`): an update is never served half old, half new. An item read
+    from the table starts ``prefetch`` before it compiles (:class:`_Prefetch`)."""
     with timer.phase("config"):
-        config = load_config(caller.partner_id, reference)
+        config = load_config(caller.partner_id, reference, on_read=prefetch.start)
     if config is None:
         raise E.proxy_denied()
     return config
@@ -386,8 +474,10 @@ class _Exchange:
     """Steps 3 to 7 of one exchange (the module docstring), on one configuration for one authenticated partner.
     What each step learns is kept here, so that the log (step 7) can show as much as was reached, masked."""
 
-    def __init__(self, config: ProxyConfig, partner: Any, request: Request, timer: _Clock) -> None:
+    def __init__(self, config: ProxyConfig, partner: Any, request: Request, timer: _Clock,
+                 prefetch: _Prefetch | None = None) -> None:
         self.config, self.partner, self.request, self.timer = config, partner, request, timer
+        self.prefetch = prefetch
         self.message: Message | None = None
         self.runner = ActionRunner(config, partner.partner_id, request.headers)
         self.redact: set[str] = set()
@@ -434,7 +524,14 @@ class _Exchange:
         credentials. A rotated or revoked credential stops the configuration (8004) instead of letting it go on
         acting for the partner with a secret the partner no longer holds."""
         with self.timer.phase("config"):
+            if self.config.authorization.type != "passthrough" or any(
+                    a.authorization.type != "passthrough" for a in self.config.all_actions):
+                self._wait_prefetch()  # its secrets are unwrapped ahead (:class:`_Prefetch`)
             _authorize(self.config, self.partner)
+
+    def _wait_prefetch(self) -> None:
+        if self.prefetch is not None:
+            self.prefetch.wait()
 
     def _transform_request(self) -> Message:
         """Step 4: the body parsed by its ``Content-Type`` (bounded; any DOCTYPE refused), then the request
@@ -444,6 +541,7 @@ class _Exchange:
             self.message = message = _incoming_message(self.request)
             message.body.parse()
         with self.timer.phase("actions"):
+            self._wait_prefetch()
             self.runner.run(message)
         return message
 

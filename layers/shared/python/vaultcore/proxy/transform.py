@@ -35,19 +35,22 @@ All body work (regex searches, jsonpath and xpath evaluation) is charged to the 
 (:data:`PATTERN_BUDGET`, :func:`locate`): 8109 when it runs out.
 
 Nothing here logs, and no error message quotes a value (values are card data).
+
+:class:`CompiledPath`, :class:`Message` and :class:`Splicer` are written by hand for a measured cold start reason
+(:mod:`vaultcore.plain`: a dataclass costs 0.4-2 ms to create on python3.13; docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote_plus, urlencode
 
+from vaultcore.lazy_re import lazy
 from vaultcore.net import deadline, payloads
 from vaultcore.net.safe_regex import BoundedPattern, RegexBudgetExhausted, RegexTimeout, UnsafeRegex, compile_bounded
+from vaultcore.plain import FrozenIdentity, Mutable, init
 from vaultcore.proxy import errors as E
 from vaultcore.proxy import pathwalk
 
@@ -107,28 +110,33 @@ class PathError(ValueError):
 
 # ---------------------------------------------------------------------------------------------------- compiling
 
-_HEADER_NAME = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,128}$")
+_HEADER_NAME = lazy(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]{1,128}$")
 _NAME = r"[A-Za-z_][\w.\-]*"
 _LITERAL = r"(?:'[^']*'|\"[^\"]*\")"
 _PREDICATE = (
     rf"\[\s*(?:[1-9][0-9]{{0,5}}|last\(\)|@{_NAME}\s*=\s*{_LITERAL}|{_NAME}\s*=\s*{_LITERAL}"
     rf"|local-name\(\)\s*=\s*{_LITERAL})\s*\]"
 )
-_XPATH_STEP = re.compile(rf"(?P<sep>//?)(?P<test>text\(\)|{_NAME}|\*|@{_NAME}|@\*)(?P<preds>(?:{_PREDICATE})*)")
+_XPATH_STEP = lazy(rf"(?P<sep>//?)(?P<test>text\(\)|{_NAME}|\*|@{_NAME}|@\*)(?P<preds>(?:{_PREDICATE})*)")
 
 
-@dataclass(frozen=True, eq=False)
-class CompiledPath:
+class CompiledPath(FrozenIdentity):
     """One configured place, compiled. ``key`` is the lower-cased header name or the query parameter name."""
 
+    __slots__ = ("source", "type", "path", "jsonpath", "xpath", "regex", "regex_group", "key")
     source: str
     type: str
     path: str
-    jsonpath: Any = None
-    xpath: Any = None
-    regex: BoundedPattern | None = None
-    regex_group: int | str = 0
-    key: str | None = None
+    jsonpath: Any
+    xpath: Any
+    regex: BoundedPattern | None
+    regex_group: int | str
+    key: str | None
+
+    def __init__(self, source: str, type: str, path: str, jsonpath: Any = None, xpath: Any = None,
+                 regex: BoundedPattern | None = None, regex_group: int | str = 0, key: str | None = None) -> None:
+        init(self, source=source, type=type, path=path, jsonpath=jsonpath, xpath=xpath, regex=regex,
+             regex_group=regex_group, key=key)
 
     @property
     def is_body(self) -> bool:
@@ -499,8 +507,7 @@ class Headers:
         return f"Headers({[k for k, _v in self._pairs]})"  # names only: values may be card data or secrets
 
 
-@dataclass
-class Message:
+class Message(Mutable):
     """A request to forward (or a response to log): headers (every occurrence), ordered query pairs and a body.
 
     ``query_form``: when the body is empty, ``body`` substitutions and masks (jsonpath, regex) address the query
@@ -508,16 +515,23 @@ class Message:
     ``query``.
     """
 
+    __slots__ = ("headers", "query", "body", "query_form", "_query_body", "_query_snapshot")
+    _no_repr = _no_compare = frozenset({"_query_body", "_query_snapshot"})
     headers: Headers
     query: list[tuple[str, str]]
     body: Body
-    query_form: bool = True
-    _query_body: Body | None = field(default=None, repr=False, compare=False)
-    _query_snapshot: list[tuple[str, str]] = field(default_factory=list, repr=False, compare=False)
+    query_form: bool
+    _query_body: Body | None
+    _query_snapshot: list[tuple[str, str]]
 
-    def __post_init__(self) -> None:
-        if not isinstance(self.headers, Headers):
-            self.headers = Headers(self.headers)
+    def __init__(self, headers: Headers | Any, query: list[tuple[str, str]], body: Body, query_form: bool = True,
+                 _query_body: Body | None = None, _query_snapshot: list[tuple[str, str]] | None = None) -> None:
+        self.headers = headers if isinstance(headers, Headers) else Headers(headers)
+        self.query = query
+        self.body = body
+        self.query_form = query_form
+        self._query_body = _query_body
+        self._query_snapshot = [] if _query_snapshot is None else _query_snapshot
 
     def addressed_body(self) -> Body:
         """The body ``body`` paths address: the body itself, or, when it is empty and the query string is not,
@@ -641,13 +655,16 @@ class _QuerySlot(Slot):
         self.pairs[self.index] = (self.pairs[self.index][0], self.value)
 
 
-@dataclass
-class Splicer:
+class Splicer(Mutable):
     """Collects regex replacements on one text snapshot and applies them at once (right to left)."""
 
+    __slots__ = ("body", "text", "edits")
     body: Body
     text: str
-    edits: list[tuple[int, int, str]] = field(default_factory=list)
+    edits: list[tuple[int, int, str]]
+
+    def __init__(self, body: Body, text: str, edits: list[tuple[int, int, str]] | None = None) -> None:
+        self.body, self.text, self.edits = body, text, [] if edits is None else edits
 
     def commit(self) -> None:
         if not self.edits:

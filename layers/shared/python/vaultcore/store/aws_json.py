@@ -50,6 +50,10 @@ for the refresh, and its failure is theirs). :mod:`vaultcore.store.aws` decides 
 (profiles, instance metadata, FIPS or dual-stack endpoints, partitions other than aws, aws-cn and aws-us-gov).
 
 Nothing here logs; no request or answer body is ever put in an exception message.
+
+:class:`ServiceSpec`, :class:`Credentials` are written by hand for a measured cold start reason
+(:mod:`vaultcore.plain`: a dataclass costs 0.4-2 ms to create on python3.13, and importing ``dataclasses`` ~10 ms;
+docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -61,15 +65,16 @@ import http.client
 import json
 import os
 import random
-import re
 import threading
 import time
 import uuid
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import quote, unquote, urlsplit
+
+from vaultcore.lazy_re import lazy
+from vaultcore.plain import Frozen, init
 
 __all__ = [
     "AwsClientError", "AwsTransportError", "Credentials", "EnvironmentCredentials", "ContainerCredentials",
@@ -80,25 +85,36 @@ __all__ = [
 ALGORITHM = "AWS4-HMAC-SHA256"
 
 
-@dataclass(frozen=True)
-class ServiceSpec:
+class ServiceSpec(Frozen):
     """What the wire needs to know of a service (from its Smithy model: target prefix, JSON version, signing
     name, endpoint prefix, the ``AWS_ENDPOINT_URL_<ID>`` suffix) and which answer members are blobs."""
 
+    __slots__ = ("target_prefix", "json_version", "signing_name", "endpoint_prefix", "env_id", "event_id",
+                 "blob_members", "query_compatible", "idempotency_tokens", "retryable_codes")
     target_prefix: str
     json_version: str
     signing_name: str
     endpoint_prefix: str
     env_id: str
     event_id: str  # botocore's event-name part: the service id, lower case, hyphenated
-    blob_members: frozenset[str] = frozenset()
-    query_compatible: bool = False
+    blob_members: frozenset[str]
+    query_compatible: bool
     # Members the model marks idempotencyToken: filled with a UUID when the caller gives none, the same value on
     # every retry, so a retried call whose first attempt was applied is recognized by the service (as the SDKs do).
-    idempotency_tokens: Mapping[str, str] = field(default_factory=dict)
+    idempotency_tokens: Mapping[str, str]
     # Error shapes the model marks retryable, for the operations that list them (botocore's standard mode retries
     # a modeled error only where the operation names it).
-    retryable_codes: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    retryable_codes: Mapping[str, frozenset[str]]
+
+    def __init__(self, target_prefix: str, json_version: str, signing_name: str, endpoint_prefix: str, env_id: str,
+                 event_id: str, blob_members: frozenset[str] = frozenset(), query_compatible: bool = False,
+                 idempotency_tokens: Mapping[str, str] | None = None,
+                 retryable_codes: Mapping[str, frozenset[str]] | None = None) -> None:
+        init(self, target_prefix=target_prefix, json_version=json_version, signing_name=signing_name,
+             endpoint_prefix=endpoint_prefix, env_id=env_id, event_id=event_id, blob_members=blob_members,
+             query_compatible=query_compatible,
+             idempotency_tokens={} if idempotency_tokens is None else idempotency_tokens,
+             retryable_codes={} if retryable_codes is None else retryable_codes)
 
 
 SERVICES: dict[str, ServiceSpec] = {
@@ -184,12 +200,16 @@ class AwsTransportError(Exception):
 
 # ----------------------------------------------------------------------------------------------------- signing
 
-@dataclass(frozen=True)
-class Credentials:
+class Credentials(Frozen):
+    __slots__ = ("access_key", "secret_key", "token", "expiry")
     access_key: str
-    secret_key: str = ""
-    token: str | None = None
-    expiry: float | None = None  # epoch seconds; None: static
+    secret_key: str
+    token: str | None
+    expiry: float | None  # epoch seconds; None: static
+
+    def __init__(self, access_key: str, secret_key: str = "", token: str | None = None,
+                 expiry: float | None = None) -> None:
+        init(self, access_key=access_key, secret_key=secret_key, token=token, expiry=expiry)
 
     def __repr__(self) -> str:  # never the secret or the token
         return f"Credentials(access_key={self.access_key[:4]}..., token={'yes' if self.token else 'no'})"
@@ -225,7 +245,7 @@ def _canonical_query(query: str) -> str:
     return "&".join(f"{k}={v}" for k, v in sorted(pairs))
 
 
-_SPACES = re.compile(r"\s+")
+_SPACES = lazy(r"\s+")
 
 
 def _canonical_headers(headers: Mapping[str, str] | list[tuple[str, str]]) -> tuple[str, str]:
@@ -449,8 +469,8 @@ def credential_provider_from_environment(environ: Mapping[str, str] = os.environ
 
 # --------------------------------------------------------------------------------------------------- endpoints
 
-_STANDARD_REGION = re.compile(r"^(?:[a-z]{2}|us-gov)-[a-z]+-\d{1,2}$")
-_CN_REGION = re.compile(r"^cn-[a-z]+-\d{1,2}$")
+_STANDARD_REGION = lazy(r"^(?:[a-z]{2}|us-gov)-[a-z]+-\d{1,2}$")
+_CN_REGION = lazy(r"^cn-[a-z]+-\d{1,2}$")
 
 
 def default_endpoint(service: str, region: str) -> str | None:

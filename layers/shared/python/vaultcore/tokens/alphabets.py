@@ -7,23 +7,32 @@ below are fixed for good.
 * ``CARD10``: ``0-9`` (radix 10): numeric values stay numeric.
 * ``CARD62``: ``0-9``, ``A-Z``, ``a-z`` (radix 62): letters and digits; every other character of a value
   (``@``, ``.``, ``-``, spaces, accented letters) passes through unchanged where the field type allows it.
+
+:class:`Alphabet` is written by hand for a measured cold start reason (:mod:`vaultcore.plain`: a dataclass costs
+0.4-2 ms to create on python3.13, and importing ``dataclasses`` ~10 ms; docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import string
-from dataclasses import dataclass, field
+
+from vaultcore.plain import Frozen, init
 
 __all__ = ["Alphabet", "ALPHABETS", "CARD10", "CARD62", "get_alphabet"]
 
 
-@dataclass(frozen=True)
-class Alphabet:
+class Alphabet(Frozen):
     """A named alphabet; ``index`` maps each character to its numeral."""
 
+    __slots__ = ("name", "chars", "index")
+    _no_repr = _no_compare = frozenset({"index"})
     name: str
     chars: str
-    index: dict[str, int] = field(init=False, repr=False, compare=False)
+    index: dict[str, int]
+
+    def __init__(self, name: str, chars: str) -> None:
+        init(self, name=name, chars=chars)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if len(set(self.chars)) != len(self.chars) or not 2 <= len(self.chars) <= 62:

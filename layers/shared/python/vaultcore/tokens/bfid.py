@@ -73,6 +73,9 @@ allowed earlier is :func:`peek_bfid_unverified`, which reads partner id and key 
 Keys: the partner's versioned tokenization key is a master key; :func:`derive_subkeys` and :func:`derive_tag_key`
 derive from it, with HKDF-SHA256 (RFC 5869) and distinct labels, the FF1 key (AES-256), the bfid MAC key and the
 token tag key, so no key serves two purposes.
+
+:class:`BfidInfo` is written by hand for a measured cold start reason (:mod:`vaultcore.plain`: a dataclass costs
+0.4-2 ms to create on python3.13, and importing ``dataclasses`` ~10 ms; docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
@@ -84,8 +87,9 @@ import hmac
 import secrets
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
 from itertools import pairwise
+
+from vaultcore.plain import Frozen, init, replace
 
 __all__ = [
     "BfidError",
@@ -155,21 +159,29 @@ class BfidError(ValueError):
     """The bfid is malformed, forged, altered or not this partner's. Messages never echo the bfid."""
 
 
-@dataclass(frozen=True)
-class BfidInfo:
+class BfidInfo(Frozen):
     """The fields of a bfid. ``tags``: (field index, 4-byte token tag) pairs of a version-2 or -3 bfid; ``scope``:
     the identity FF1 tweaks, token tags and the Tokens item are bound to (module docstring)."""
 
+    __slots__ = ("partner_id", "key_version", "template_ref", "nonce", "issued_at", "version", "tags", "scope",
+                 "owner_tag")
+    _no_compare = frozenset({"scope"})
     partner_id: str
     key_version: int
     template_ref: str
     nonce: bytes
     issued_at: int
-    version: int = BFID_VERSION
-    tags: tuple[tuple[int, bytes], ...] = ()
-    scope: str = field(default="", compare=False)
+    version: int
+    tags: tuple[tuple[int, bytes], ...]
+    scope: str
     #: version 5: the owner tag (8 bytes) of the account the tokenization is bound to; b"" otherwise.
-    owner_tag: bytes = b""
+    owner_tag: bytes
+
+    def __init__(self, partner_id: str, key_version: int, template_ref: str, nonce: bytes, issued_at: int,
+                 version: int = 4, tags: tuple[tuple[int, bytes], ...] = (), scope: str = "",
+                 owner_tag: bytes = b'') -> None:
+        init(self, partner_id=partner_id, key_version=key_version, template_ref=template_ref, nonce=nonce,
+             issued_at=issued_at, version=version, tags=tags, scope=scope, owner_tag=owner_tag)
 
 
 def hkdf_sha256(ikm: bytes, info: bytes, length: int = 32, salt: bytes = _HKDF_SALT) -> bytes:

@@ -21,12 +21,15 @@ through :mod:`vaultcore.store.keys` for ``KEY_CACHE_SECONDS`` (300 s), and the s
 key, the bfid MAC key and the token tag key) for as long. A version that is unknown to the cached ring is looked
 up again at most once per ``_MISS_SECONDS`` per version, so bfids naming invented versions cannot turn into a
 stream of Registry reads.
+
+:class:`KeyRecord`, :class:`TokenKeys` are written by hand for a measured cold start reason (:mod:`vaultcore.plain`:
+a dataclass costs 0.4-2 ms to create on python3.13, and importing ``dataclasses`` ~10 ms;
+docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass, field
 from typing import Any
 
 from vaultcore import clock
@@ -34,6 +37,7 @@ from vaultcore.cache import ContainerCache
 from vaultcore.errors import DependencyError
 from vaultcore.logs import get_logger
 from vaultcore.partners.service import get_partner
+from vaultcore.plain import Frozen, init
 from vaultcore.store import registry
 from vaultcore.store import tokens as token_store
 from vaultcore.store.keys import unwrap_secret, wrap_secret
@@ -58,16 +62,22 @@ _subkey_cache: ContainerCache[TokenKeys] = ContainerCache("key_cache_seconds", m
 _miss_cache: ContainerCache[bool] = ContainerCache(_MISS_SECONDS, max_items=4096)
 
 
-@dataclass(frozen=True)
-class KeyRecord:
+class KeyRecord(Frozen):
     """One version of a partner's key ring (no key material in repr or views)."""
 
+    __slots__ = ("partner_id", "version", "status", "created_at", "retired_at", "envelope")
+    _no_repr = frozenset({"envelope"})
     partner_id: str
     version: int
     status: str  # current | active | retired
     created_at: int
-    retired_at: int | None = None
-    envelope: dict[str, str] | None = field(default=None, repr=False)
+    retired_at: int | None
+    envelope: dict[str, str] | None
+
+    def __init__(self, partner_id: str, version: int, status: str, created_at: int, retired_at: int | None = None,
+                 envelope: dict[str, str] | None = None) -> None:
+        init(self, partner_id=partner_id, version=version, status=status, created_at=created_at, retired_at=retired_at,
+             envelope=envelope)
 
     def public_view(self) -> dict[str, Any]:
         view: dict[str, Any] = {"version": self.version, "status": self.status, "createdAt": self.created_at}
@@ -76,15 +86,19 @@ class KeyRecord:
         return view
 
 
-@dataclass(frozen=True)
-class TokenKeys:
+class TokenKeys(Frozen):
     """The subkeys of one key version: FF1 AES-256 key, bfid HMAC-SHA256 key and token tag HMAC-SHA256 key
     (never in repr)."""
 
+    __slots__ = ("version", "ff1_key", "mac_key", "tag_key")
+    _no_repr = frozenset({"ff1_key", "mac_key", "tag_key"})
     version: int
-    ff1_key: bytes = field(repr=False)
-    mac_key: bytes = field(repr=False)
-    tag_key: bytes = field(repr=False)
+    ff1_key: bytes
+    mac_key: bytes
+    tag_key: bytes
+
+    def __init__(self, version: int, ff1_key: bytes, mac_key: bytes, tag_key: bytes) -> None:
+        init(self, version=version, ff1_key=ff1_key, mac_key=mac_key, tag_key=tag_key)
 
 
 def _caches() -> tuple[ContainerCache[tuple[KeyRecord, ...]], ContainerCache[TokenKeys], ContainerCache[bool]]:
@@ -176,6 +190,15 @@ def current_keys(partner_id: str) -> TokenKeys:
     if not current:
         raise DependencyError("Internal error: the partner has no current tokenization key.")
     return _subkeys(max(current, key=lambda r: r.version))
+
+
+def warm(partner_id: str) -> None:
+    """Read the partner's ring and unwrap its current subkeys into this container's caches, creating nothing: what
+    :func:`current_keys` reads first, read ahead (vaultcore.proxy.service's prefetch). A partner without a ring
+    is left to :func:`current_keys`, which creates version 1."""
+    current = [r for r in _ring(partner_id) if r.status == "current"]
+    if current:
+        _subkeys(max(current, key=lambda r: r.version))
 
 
 def keys_for_version(partner_id: str, version: int) -> TokenKeys | None:

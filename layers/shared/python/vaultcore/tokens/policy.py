@@ -34,14 +34,17 @@ scope *and* a random 128-bit per-capture salt. An iFrame capture keeps the salt 
 read, which removes the salt with the CVV's token in the same conditional write; no other tokenization takes a
 CVV. After the first authorization, or after the hour (the item's ``expiresAt``, checked on every read, then its TTL deletion), no salt remains, hence
 no key material that could turn a CVV token back into the CVV (docs/design/security.md).
+
+:class:`Actor`, :class:`Owner` are written by hand for a measured cold start reason (:mod:`vaultcore.plain`: a
+dataclass costs 0.4-2 ms to create on python3.13, and importing ``dataclasses`` ~10 ms; docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
 
 import secrets
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from vaultcore.plain import Frozen, init
 from vaultcore.tokens.bfid import BfidInfo, owner_matches
 from vaultcore.tokens.errors import CVV_REFUSED, PolicyRefused, TokenServiceError
 
@@ -55,13 +58,16 @@ CVV_SALT = "cvv_salt"
 _CVV_LABEL = "#cvv#"
 
 
-@dataclass(frozen=True)
-class Actor:
+class Actor(Frozen):
     """Who asks for tokens or clear values: ``gateway`` (for ``account_id``), ``api`` (the partner's tokenization
     API) or ``proxy`` (the partner's proxy configuration)."""
 
+    __slots__ = ("kind", "account_id")
     kind: Literal["gateway", "api", "proxy"]
-    account_id: str | None = None
+    account_id: str | None
+
+    def __init__(self, kind: Literal['gateway', 'api', 'proxy'], account_id: str | None = None) -> None:
+        init(self, kind=kind, account_id=account_id)
 
 
 #: The partner itself, through the tokenization API (the least privileged actor: the default).
@@ -74,20 +80,25 @@ def gateway_actor(account_id: str) -> Actor:
     return Actor("gateway", account_id)
 
 
-@dataclass(frozen=True)
-class Owner:
+class Owner(Frozen):
     """The policy a tokenization is stored with (module docstring). ``durable``: the account binding is also
     written to the scope's durable record (iFrame captures: their tokens can reach the partner through
     ``read``); ``sealed``: the binding is sealed in the bfid instead (version 5: gateway captures, no extra
     write); ``extra``: other attributes of the Tokens item (the iFrame's instance and device id)."""
 
+    __slots__ = ("account_id", "custom_id", "method", "once", "durable", "sealed", "extra")
     account_id: str
-    custom_id: str | None = None
-    method: str | None = None
-    once: bool = False
-    durable: bool = False
-    sealed: bool = False
-    extra: tuple[tuple[str, str], ...] = ()
+    custom_id: str | None
+    method: str | None
+    once: bool
+    durable: bool
+    sealed: bool
+    extra: tuple[tuple[str, str], ...]
+
+    def __init__(self, account_id: str, custom_id: str | None = None, method: str | None = None, once: bool = False,
+                 durable: bool = False, sealed: bool = False, extra: tuple[tuple[str, str], ...] = ()) -> None:
+        init(self, account_id=account_id, custom_id=custom_id, method=method, once=once, durable=durable, sealed=sealed,
+             extra=extra)
 
     def item_attributes(self) -> dict[str, Any]:
         out: dict[str, Any] = {"owner_account": self.account_id}

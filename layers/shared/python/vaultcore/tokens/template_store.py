@@ -15,16 +15,19 @@ every partner and their references are reserved.
 
 Caches per container: the latest version of a reference for ``RECORD_CACHE_SECONDS`` (a new version is picked
 up by other containers within that bound); a given version for an hour (versions are immutable).
+
+:class:`StoredTemplate` is written by hand for a measured cold start reason (:mod:`vaultcore.plain`: a dataclass
+costs 0.4-2 ms to create on python3.13, and importing ``dataclasses`` ~10 ms; docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from vaultcore import clock
 from vaultcore.cache import ContainerCache
 from vaultcore.partners.service import get_partner
+from vaultcore.plain import Frozen, init
 from vaultcore.store import registry
 from vaultcore.tokens.bfid import BfidError, new_bfid
 from vaultcore.tokens.errors import TEMPLATE_INVALID, TEMPLATE_UNKNOWN, TokenNotFound, TokenServiceError
@@ -39,12 +42,15 @@ _latest_cache: ContainerCache[StoredTemplate] = ContainerCache("record_cache_sec
 _version_cache: ContainerCache[StoredTemplate] = ContainerCache(_VERSION_CACHE_SECONDS, max_items=2048)
 
 
-@dataclass(frozen=True)
-class StoredTemplate:
+class StoredTemplate(Frozen):
+    __slots__ = ("template", "version", "created_at", "builtin")
     template: Template
     version: int
-    created_at: int = 0
-    builtin: bool = False
+    created_at: int
+    builtin: bool
+
+    def __init__(self, template: Template, version: int, created_at: int = 0, builtin: bool = False) -> None:
+        init(self, template=template, version=version, created_at=created_at, builtin=builtin)
 
     @property
     def template_ref(self) -> str:

@@ -31,21 +31,24 @@ runs below its minimum domain.
 
 The built-in template :data:`GATEWAY_TEMPLATE` (``templateRef`` ``GATEWAY``) carries the gateway's token fields with
 the lengths of the token parameter table of ``spec/interface.md``; it is what auto-tokenization uses.
+
+:class:`IsoDuration`, :class:`ActiveWindow`, :class:`TemplateField`, :class:`Template` are written by hand for a
+measured cold start reason (:mod:`vaultcore.plain`: a dataclass costs 0.4-2 ms to create on python3.13, and
+importing ``dataclasses`` ~10 ms; docs/design/benchmarks.md).
 """
 
 from __future__ import annotations
 
-import calendar
-import re
 import secrets
 import string
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
 from typing import Any, Literal, cast
 
 from vaultcore.api.values import json_integer
+from vaultcore.lazy_re import lazy
+from vaultcore.plain import Frozen, init
 from vaultcore.tokens.alphabets import ALPHABETS, Alphabet
 
 __all__ = [
@@ -148,36 +151,41 @@ SEPARATORS: dict[FieldType, frozenset[str]] = {
 MIN_TOKEN_DOMAIN = 100
 MAX_FIELD_LENGTH = 256
 MAX_FIELDS = 64
-_TEMPLATE_REF = re.compile(r"[A-Za-z0-9]{1,32}")
-_FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]{0,63}")
+_TEMPLATE_REF = lazy(r"[A-Za-z0-9]{1,32}")
+_FIELD_NAME = lazy(r"[A-Za-z][A-Za-z0-9_]{0,63}")
 _MAX_NAME = 100
 
 
 # --------------------------------------------------------------------------------------------------- durations
 
-_DURATION = re.compile(
+_DURATION = lazy(
     r"P(?:(?P<Y>\d{1,9})Y)?(?:(?P<M>\d{1,9})M)?(?:(?P<W>\d{1,9})W)?(?:(?P<D>\d{1,9})D)?"
     r"(?:T(?:(?P<h>\d{1,9})H)?(?:(?P<m>\d{1,9})M)?(?:(?P<s>\d{1,9}(?:[.,]\d{1,6})?)S)?)?"
 )
 _MAX_DURATION_DAYS = 100 * 366  # a century: anything longer is a typo, and keeps datetime arithmetic in range
 
 
-@dataclass(frozen=True)
-class IsoDuration:
+class IsoDuration(Frozen):
     """An ISO-8601 duration: calendar ``months`` (years count 12) plus exact ``seconds`` (weeks, days, h, m, s).
 
     Months are calendar months (added to the date, the day clamped to the month's end); days are 86,400 s
     (instants are UTC, so there are no daylight-saving days).
     """
 
+    __slots__ = ("text", "months", "seconds")
     text: str
     months: int
     seconds: float
+
+    def __init__(self, text: str, months: int, seconds: float) -> None:
+        init(self, text=text, months=months, seconds=seconds)
 
     def after(self, instant: float) -> float:
         """The unix time ``instant`` plus this duration."""
         dt = datetime.fromtimestamp(instant, UTC)
         if self.months:
+            import calendar  # lazy: only a window in months needs it, and it imports locale (cold start)
+
             year, month0 = divmod(dt.month - 1 + self.months, 12)
             year += dt.year
             day = min(dt.day, calendar.monthrange(year, month0 + 1)[1])
@@ -216,12 +224,16 @@ def parse_iso8601_duration(text: str) -> IsoDuration:
     return duration
 
 
-@dataclass(frozen=True)
-class ActiveWindow:
+class ActiveWindow(Frozen):
     """Detokenization window: from ``start`` (inclusive) to ``end`` (exclusive) after tokenization."""
 
-    start: IsoDuration | None = None
-    end: IsoDuration | None = None
+    __slots__ = ("start", "end")
+    start: IsoDuration | None
+    end: IsoDuration | None
+
+    def __init__(self, start: IsoDuration | None = None, end: IsoDuration | None = None) -> None:
+        init(self, start=start, end=end)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if self.start is None and self.end is None:
@@ -270,20 +282,29 @@ def _duration_member(data: Mapping[str, Any], key: str) -> IsoDuration | None:
 # ------------------------------------------------------------------------------------------------------ fields
 
 
-@dataclass(frozen=True)
-class TemplateField:
+class TemplateField(Frozen):
     """One field of a template; construction validates it and fills the per-type defaults."""
 
+    __slots__ = ("name", "type", "format", "alphabet", "irreversible", "active", "min_length", "max_length",
+                 "luhn_valid_tokens", "_alphabet")
+    _no_repr = _no_compare = frozenset({"_alphabet"})
     name: str
     type: FieldType
-    format: TokenFormat = TokenFormat.NONE
-    alphabet: str | None = None
-    irreversible: bool = False
-    active: ActiveWindow | None = None
-    min_length: int | None = None
-    max_length: int | None = None
-    luhn_valid_tokens: bool = False
-    _alphabet: Alphabet = field(init=False, repr=False, compare=False)
+    format: TokenFormat
+    alphabet: str | None
+    irreversible: bool
+    active: ActiveWindow | None
+    min_length: int | None
+    max_length: int | None
+    luhn_valid_tokens: bool
+    _alphabet: Alphabet
+
+    def __init__(self, name: str, type: FieldType, format: TokenFormat = TokenFormat.NONE, alphabet: str | None = None,
+                 irreversible: bool = False, active: ActiveWindow | None = None, min_length: int | None = None,
+                 max_length: int | None = None, luhn_valid_tokens: bool = False) -> None:
+        init(self, name=name, type=type, format=format, alphabet=alphabet, irreversible=irreversible, active=active,
+             min_length=min_length, max_length=max_length, luhn_valid_tokens=luhn_valid_tokens)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not _FIELD_NAME.fullmatch(self.name):
@@ -438,18 +459,24 @@ def _names(enum: type[StrEnum]) -> str:
 # --------------------------------------------------------------------------------------------------- templates
 
 
-@dataclass(frozen=True)
-class Template:
+class Template(Frozen):
     """A validated template. ``fields`` keep their order; names are unique."""
 
+    __slots__ = ("template_ref", "fields", "name", "access_mode", "_by_name")
+    _no_repr = _no_compare = frozenset({"_by_name"})
     template_ref: str
     fields: tuple[TemplateField, ...]
-    name: str | None = None
+    name: str | None
     #: Who may detokenize through the secure API's detokenize endpoints (issue 21): ``tokenize`` (the default:
     #: clear values leave only through the proxy and the gateway) or ``detokenize`` (partners holding the
     #: detokenize permission may also reveal them). The template's latest version decides, for every bfid of it.
-    access_mode: str = "tokenize"
-    _by_name: dict[str, TemplateField] = field(init=False, repr=False, compare=False)
+    access_mode: str
+    _by_name: dict[str, TemplateField]
+
+    def __init__(self, template_ref: str, fields: tuple[TemplateField, ...], name: str | None = None,
+                 access_mode: str = "tokenize") -> None:
+        init(self, template_ref=template_ref, fields=fields, name=name, access_mode=access_mode)
+        self.__post_init__()
 
     def __post_init__(self) -> None:
         if not isinstance(self.template_ref, str) or not _TEMPLATE_REF.fullmatch(self.template_ref):
