@@ -239,7 +239,7 @@ def test_the_management_and_collector_codes_are_in_the_readme_with_their_statuse
 def test_every_postback_delivery_status_is_in_the_readme():
     statuses = _doc("management")["components"]["schemas"]["DeliveryAttempt"]["properties"]["status"]["enum"]
     assert "abandoned" in statuses
-    listed = README[README.index("attempt, newest first: status"):][:200]
+    listed = README[README.index("Each\nattempt: status"):][:200]
     assert all(f"`{s}`" in listed for s in statuses), listed
 
 
