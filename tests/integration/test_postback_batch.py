@@ -571,3 +571,101 @@ def test_the_delivery_log_is_spread_over_shards_and_listed_newest_first(platform
     assert [a["transaction_id"] for a in deliveries.list_attempts(account_id, delivery_id=legacy)] == [
         "099999999998"]
     assert deliveries.list_attempts("666666666666") == []
+
+
+def _join_workers() -> None:
+    """Wait for the consumer's worker threads that outlived the handler's answer (a record stuck at reply time)."""
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name.startswith("postback") and thread is not threading.current_thread():
+            thread.join(30)
+
+
+def test_a_record_reported_failed_at_reply_time_is_not_posted_by_its_worker_afterwards(platform, monkeypatch):
+    """A record stuck in its read before the POST at reply time is reported failed (it comes back after the
+    queue's visibility timeout, maybe to another container). Its worker thread, when the read returns after the
+    answer (in Lambda: whenever the frozen container runs again, possibly after the message was handed out
+    again), must not POST it: that attempt would be made outside any invocation that holds the message, and the
+    message's next receive POSTs the same attempt number again."""
+    import threading
+
+    from vaultcore.postback import deliveries
+
+    receiver = Receiver()
+    release = threading.Event()
+    real_read = deliveries.read
+
+    def read(message, *args, **kwargs):
+        if message["account_id"] == account["account_id"]:
+            release.wait(30)
+        return real_read(message, *args, **kwargs)
+
+    try:
+        account = _account_with(platform, receiver.url + "/ok/stuck")
+        fine = _account_with(platform, receiver.url + "/ok/fine")  # a second group: the concurrent path
+        _sale(platform, account)
+        _sale(platform, fine)
+        messages = _receive(platform, 2)
+        stuck = [m for m in messages if json.loads(m["Body"])["account_id"] == account["account_id"]]
+        monkeypatch.setattr(deliveries, "read", read)
+        result = _handler(platform)(_event(messages), _Context(7.5))  # answers 2 s before the 7.5 s are up
+        assert result == {"batchItemFailures": [{"itemIdentifier": stuck[0]["MessageId"]}]}
+        release.set()
+        _join_workers()
+        assert receiver.count("/ok/stuck") == 0  # nothing POSTed for a record the handler gave back
+        monkeypatch.setattr(deliveries, "read", real_read)
+        # the message's next receive (after the visibility timeout): attempt 1, once
+        assert _handler(platform)(_event(stuck), _Context(30)) == {"batchItemFailures": []}
+        assert [d["headers"]["Vault-Delivery-Attempt"] for d in receiver.delivered("/ok/stuck")] == ["1"]
+    finally:
+        release.set()
+        receiver.close()
+
+
+def test_after_the_answer_a_worker_starts_no_further_record_of_its_group(platform, monkeypatch, frozen_clock):
+    """A record acknowledged at reply time (its receiver answered 2xx, its log write still running) is followed in
+    its message group by an operator's redelivery of the same delivery, reported failed (it comes back later).
+    When the log write returns after the answer, the worker must not go on to the redelivery: the record was
+    handed back to SQS, and the worker's deferral of it ("no time left") rewrote the delivered delivery's state
+    to ``deferred``, so that any later copy would be POSTed again."""
+    import threading
+
+    from vaultcore.postback import deliveries
+    from vaultcore.postback.message import fifo_ids
+
+    receiver = Receiver()
+    release = threading.Event()
+    real_finish = deliveries.finish
+
+    def finish(message, *args, **kwargs):
+        release.wait(30)
+        return real_finish(message, *args, **kwargs)
+
+    try:
+        account = _account_with(platform, receiver.url + "/ok/one")
+        _sale(platform, account)
+        platform.pump_streams()
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = platform.refs["PostbackFifoQueue"]
+        first = sqs.receive_message(QueueUrl=url, AttributeNames=["All"], VisibilityTimeout=0)["Messages"][0]
+        again = {**json.loads(first["Body"]), "redelivery": 1}
+        body = json.dumps(again, separators=(",", ":"))
+        sqs.send_message(QueueUrl=url, MessageBody=body, **fifo_ids(body))
+        batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
+        assert [json.loads(m["Body"]).get("redelivery") for m in batch] == [None, 1]  # one group, in order
+        other = _account_with(platform, receiver.url + "/ok/other")  # a second group: the concurrent path
+        _sale(platform, other)
+        batch += _receive(platform, 1)
+        monkeypatch.setattr(deliveries, "finish", finish)
+        result = _handler(platform)(_event(batch), _Context(7.5))
+        assert result == {"batchItemFailures": [{"itemIdentifier": batch[1]["MessageId"]}]}
+        release.set()
+        _join_workers()
+        stored = deliveries.load_message(account["account_id"], again["delivery_id"])
+        assert stored is not None and stored["state"] == "delivered"
+        assert [a["status"] for a in stored["attempts"]] == ["delivered"]  # no deferral of the redelivery
+        assert receiver.count("/ok/one") == 1
+    finally:
+        release.set()
+        receiver.close()

@@ -250,6 +250,14 @@ def deliver(body: str, receive_count: int, deadline: float,
         if decision == PROBE:
             _breaker.release_probe(destination)
         raise
+    # The read may have been slow (SDK retries): the POST must still end inside the invocation, before the handler
+    # answers. A worker whose record was reported failed at reply time (vaultcore.postback.consumer) gets here
+    # after the answer, and must not POST a message SQS may already have handed out again.
+    budget = min(budget, deadline - RESERVE_SECONDS - time.monotonic())
+    if budget < MIN_ATTEMPT_SECONDS:
+        if decision == PROBE:
+            _breaker.release_probe(destination)
+        return _defer(message, body, receive_count, "no time left", redelivery)
     state = (stored or {}).get("state")
     if not redelivery and state in ("delivered", "dead-lettered"):
         if decision == PROBE:
