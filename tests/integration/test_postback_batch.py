@@ -669,3 +669,41 @@ def test_after_the_answer_a_worker_starts_no_further_record_of_its_group(platfor
     finally:
         release.set()
         receiver.close()
+
+
+def test_a_failed_redelivery_of_a_delivered_postback_does_not_reopen_it_to_copies(platform, frozen_clock):
+    """An operator redelivers a delivered postback and the receiver, now down, answers 500: the redelivery's
+    failed attempt is logged, but the delivery was delivered and stays so for every copy that is not an explicit
+    redelivery (an admin requeue over a window, the relay's send after SQS's 5-minute deduplication interval):
+    such a copy is skipped, not POSTed a third time (the requeue's contract: "a copy of a postback already
+    delivered is not POSTed again")."""
+    from vaultcore.postback.message import fifo_ids, fresh_copy
+
+    receiver = Receiver()
+    receiver.recovered.set()
+    try:
+        account = _account_with(platform, receiver.url + "/down")
+        tx = _sale(platform, account)
+        (m,) = _receive(platform, 1)
+        assert _handler(platform)(_event([m]), _Context(30)) == {"batchItemFailures": []}
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = platform.refs["PostbackFifoQueue"]
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])  # acknowledged: the mapping deletes it
+        delivery_id = json.loads(m["Body"])["delivery_id"]
+        receiver.recovered.clear()  # the receiver goes down
+        status, _ = admin(platform, "POST", f"/admin/v1/accounts/{account['account_id']}/deliveries/{delivery_id}"
+                                            "/redeliver")
+        assert status == 200
+        (again,) = _receive(platform, 1)
+        result = _handler(platform)(_event([again]), _Context(30))
+        assert result == {"batchItemFailures": [{"itemIdentifier": again["MessageId"]}]}  # retried later
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=again["ReceiptHandle"])  # (its retries: not this test's)
+        assert [r["status"] for r in receiver.requests] == [200, 500]
+        copy = fresh_copy(m["Body"])  # a copy of the first message, as an admin requeue or a late relay send
+        sqs.send_message(QueueUrl=url, MessageBody=copy, **fifo_ids(copy))
+        (late,) = _receive(platform, 1)
+        assert _handler(platform)(_event([late]), _Context(30)) == {"batchItemFailures": []}
+        assert [r["status"] for r in receiver.requests] == [200, 500]  # no third POST
+        assert [a["status"] for a in _log(platform, account, tx)] == ["failed", "delivered"]
+    finally:
+        receiver.close()

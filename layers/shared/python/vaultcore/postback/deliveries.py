@@ -7,6 +7,8 @@ Items (partition key attribute ``account_id``, whose value is ``<account_id>#<sh
   the items of a partition sort oldest first. Attributes: ``message`` (the SQS body, deflated:
   :func:`pack_message`), ``state`` (``unsent`` as written with its transaction,
   ``failed``, ``deferred``, ``delivered``, ``dead-lettered``; ``pending`` after an operator's redrive),
+  ``delivered_at`` (set by the first 2xx and never removed: a delivery delivered once stays so for every copy
+  that is not an explicit redelivery, whatever a redelivery's later failure writes into ``state``),
   ``attempt`` (the real POSTs so far), ``attempts`` (the log: a list of maps ``n``, ``status``, ``http_status``,
   ``duration_ms``, ``error``, ``at`` and, for a non-2xx answer only, ``response_excerpt``, its first 256
   characters redacted; a ``deferred`` or ``abandoned`` entry is no attempt and has no ``n``), ``transaction_id``
@@ -192,7 +194,8 @@ def restart_attempts(body: str) -> None:
             dynamodb().update_item(TableName=_table(), Key=key,
                                    # (holder: the claim of the version before)
                                    UpdateExpression="SET #s = :pending, attempt = :zero REMOVE holder",
-                                   ConditionExpression="attribute_exists(attempt_key) AND #s <> :delivered",
+                                   ConditionExpression="attribute_exists(attempt_key) AND #s <> :delivered "
+                                                       "AND attribute_not_exists(delivered_at)",
                                    ExpressionAttributeNames={"#s": "state"},
                                    ExpressionAttributeValues=to_item({":pending": "pending", ":zero": 0,
                                                                       ":delivered": "delivered"}))
@@ -361,7 +364,9 @@ def note_deferral(message: dict[str, Any], reason: str, *, redelivery: bool = Fa
                               ":empty": [], ":entry": [log_entry("deferred", now, error=reason)]}
     condition = None
     if not redelivery:
-        condition = "attribute_not_exists(#s) OR NOT (#s IN (:delivered, :dead))"
+        # delivered_at: delivered once, whatever a redelivery's later attempt wrote into the state
+        condition = ("attribute_not_exists(delivered_at) AND "
+                     "(attribute_not_exists(#s) OR NOT (#s IN (:delivered, :dead)))")
         values.update({":delivered": "delivered", ":dead": "dead-lettered"})
     kwargs: dict[str, Any] = {"ConditionExpression": condition} if condition else {}
     try:
@@ -374,7 +379,7 @@ def note_deferral(message: dict[str, Any], reason: str, *, redelivery: bool = Fa
                 ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD", **kwargs)
     except ConditionFailed as exc:
         old = from_item(getattr(exc.__cause__, "response", {}).get("Item")) or {}
-        raise Finished(str(old.get("state") or "delivered")) from exc
+        raise Finished("delivered" if old.get("delivered_at") else str(old.get("state") or "delivered")) from exc
     return int((from_item(out.get("Attributes")) or {}).get("attempt") or 0) + 1
 
 

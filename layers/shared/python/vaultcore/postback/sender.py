@@ -259,6 +259,10 @@ def deliver(body: str, receive_count: int, deadline: float,
             _breaker.release_probe(destination)
         return _defer(message, body, receive_count, "no time left", redelivery)
     state = (stored or {}).get("state")
+    if (stored or {}).get("delivered_at"):
+        # Delivered once (``delivered_at`` is never removed): an explicit redelivery's later failure or deferral
+        # rewrites ``state``, but no copy that is not an explicit redelivery is POSTed again.
+        state = "delivered"
     if not redelivery and state in ("delivered", "dead-lettered"):
         if decision == PROBE:
             _breaker.release_probe(destination)
