@@ -707,3 +707,39 @@ def test_a_failed_redelivery_of_a_delivered_postback_does_not_reopen_it_to_copie
         assert [a["status"] for a in _log(platform, account, tx)] == ["failed", "delivered"]
     finally:
         receiver.close()
+
+
+def test_a_second_redelivery_after_an_abandoned_one_is_queued_not_deduplicated(platform):
+    """The operator redelivers a postback while its account has no postback URL: the redelivery is recorded
+    ``abandoned`` (no attempt). The operator sets the URL and redelivers again, within SQS's 5-minute
+    deduplication interval: that request must not get the first one's deduplication id (SQS would accept it,
+    answer "queued" and never deliver it), so the postback is POSTed once."""
+    from vaultcore.postback import sender
+
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/ok")
+        tx = _sale(platform, account)
+        account_path = f"/admin/v1/accounts/{account['account_id']}"
+        assert admin(platform, "PATCH", account_path, {"postback_url": None})[0] == 200
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = platform.refs["PostbackFifoQueue"]
+
+        def run_one() -> None:
+            (m,) = _receive(platform, 1)
+            assert _handler(platform)(_event([m]), _Context(30)) == {"batchItemFailures": []}
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])  # acknowledged: deleted
+
+        run_one()  # no postback URL: abandoned
+        delivery_id = _log(platform, account, tx)[0]["delivery_id"]
+        redeliver = f"{account_path}/deliveries/{delivery_id}/redeliver"
+        assert admin(platform, "POST", redeliver)[0] == 200
+        run_one()  # still no URL: abandoned again
+        assert [a["status"] for a in _log(platform, account, tx)] == ["abandoned", "abandoned"]
+        assert admin(platform, "PATCH", account_path, {"postback_url": receiver.url + "/ok"})[0] == 200
+        sender._targets.clear()  # the container's account cache expired (RECORD_CACHE_SECONDS)
+        assert admin(platform, "POST", redeliver)[0] == 200
+        run_one()
+        assert [d["headers"]["Vault-Delivery-Id"] for d in receiver.delivered("/ok")] == [delivery_id]
+    finally:
+        receiver.close()

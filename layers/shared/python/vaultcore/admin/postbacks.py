@@ -34,9 +34,8 @@ def redeliver(request: Request, account_id: str, delivery_id: str) -> Response:
     if stored is None:
         raise NotFound("No postback with this delivery id.")
     message = json.loads(deliveries.message_body(stored))
-    # One redelivery per attempt made so far: its own SQS FIFO deduplication id, so a second request before the
-    # first one's attempt is the same message (queued once), and one after it a new one.
-    message["redelivery"] = int(stored.get("attempt") or 0) + 1
+    # One redelivery per message ended so far: its own SQS FIFO deduplication id (deliveries.redelivery_mark)
+    message["redelivery"] = deliveries.redelivery_mark(stored)
     body = json.dumps(message, separators=(",", ":"))
     with aws_errors("postback enqueue"):
         client("sqs").send_message(QueueUrl=settings().postback_queue_url, MessageBody=body, **fifo_ids(body))

@@ -65,7 +65,7 @@ from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 __all__ = ["outbox_put", "load_message", "record_attempt", "list_attempts", "read", "finish", "mark_delivered",
            "restart_attempts", "note_deferral", "Finished", "MARKS", "RETENTION_SECONDS", "DELIVERY_SHARDS",
            "partition", "shard_count", "earlier_shard_counts", "sort_key", "log_entry",
-           "UNSENT", "pack_message", "message_body"]
+           "UNSENT", "pack_message", "message_body", "redelivery_mark"]
 
 RETENTION_SECONDS = 90 * 86400
 #: Partitions per account by default: the template's ``DeliveryShards`` (see the module docstring for the
@@ -213,6 +213,17 @@ def load_message(account_id: str, delivery_id: str) -> dict[str, Any] | None:
         if out.get("Item"):
             return from_item(out["Item"])
     return None
+
+
+def redelivery_mark(stored: dict[str, Any]) -> int:
+    """The ``redelivery`` mark of an explicit redelivery of the stored delivery, which makes its SQS FIFO
+    deduplication id (:func:`vaultcore.postback.message.fifo_ids`): one per message that ended so far, so that a
+    second request before the first one's outcome is the same message (queued once) and one after it a new one.
+    A message ends with an attempt (``attempt``) or ``abandoned`` (nothing to send it to: no attempt): counting
+    only attempts gave a redelivery after an abandoned one the same id, which SQS accepts and drops for 5 minutes
+    ("queued", never delivered)."""
+    abandoned = sum(1 for entry in stored.get("attempts") or [] if entry.get("status") == "abandoned")
+    return int(stored.get("attempt") or 0) + abandoned + 1
 
 
 #: The largest receiver's answer kept in a log entry (characters, redacted by the sender).
