@@ -743,3 +743,36 @@ def test_a_second_redelivery_after_an_abandoned_one_is_queued_not_deduplicated(p
         assert [d["headers"]["Vault-Delivery-Id"] for d in receiver.delivered("/ok")] == [delivery_id]
     finally:
         receiver.close()
+
+
+def test_a_relay_failure_past_the_streams_24_hours_does_not_block_the_dead_letter_redrive(platform):
+    """A failure record of the stream relay whose range the stream no longer holds (DynamoDB Streams keeps 24
+    hours; its shard is gone) cannot be read again. The operator's redrive must still move the dead-letter
+    queue's postbacks, leaving that record in the failure queue (the runbook's requeue from the transactions
+    covers its range), instead of failing the whole request on it every time until the record expires."""
+    from vaultcore.postback.message import fifo_ids
+
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/ok")
+        _sale(platform, account)
+        (m,) = _receive(platform, 1)
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        sqs.delete_message(QueueUrl=platform.refs["PostbackFifoQueue"], ReceiptHandle=m["ReceiptHandle"])
+        dlq = platform.refs["PostbackFifoDeadLetterQueue"]
+        sqs.send_message(QueueUrl=dlq, MessageBody=m["Body"], **fifo_ids(m["Body"]))  # dead-lettered
+        stream = platform.attrs[("TransactionsV2Table", "StreamArn")]
+        failures = platform.refs["PostbackRelayDeadLetterQueue"]
+        sqs.send_message(QueueUrl=failures, MessageBody=json.dumps({"DDBStreamBatchInfo": {
+            "streamArn": stream, "shardId": "shardId-00000001700000000000-0000dead", "batchSize": 1,
+            "startSequenceNumber": "100", "endSequenceNumber": "100"}}))
+        status, moved = admin(platform, "POST", "/admin/v1/postbacks/redrive", {})
+        assert status == 200 and moved == {"moved": 1, "relayed": 0}, moved
+        counts = sqs.get_queue_attributes(QueueUrl=failures, AttributeNames=[
+            "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+        assert sum(int(v) for v in counts.values()) == 1  # kept for the operator (visible again after 60 s)
+        (again,) = _receive(platform, 1)
+        assert _handler(platform)(_event([again]), _Context(30)) == {"batchItemFailures": []}
+        assert len(receiver.delivered("/ok")) == 1
+    finally:
+        receiver.close()

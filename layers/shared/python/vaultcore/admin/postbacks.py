@@ -10,11 +10,14 @@ from typing import Any
 from vaultcore.admin.router import json_body, ok, route
 from vaultcore.api.http import Request, Response
 from vaultcore.errors import DependencyError, NotFound, ValidationError
+from vaultcore.logs import get_logger
 from vaultcore.postback import deliveries, relay
 from vaultcore.postback.message import fifo_ids, fresh_copy, queue_entry
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
 from vaultcore.store.ddb import aws_errors
+
+_log = get_logger("postback.admin")
 
 
 @route("GET", "/admin/v1/accounts/{account_id}/deliveries")
@@ -114,8 +117,18 @@ def _redrive_relay_failures(sqs: Any) -> int:
         if not messages:
             break
         for m in messages:
-            with aws_errors("postback relay redrive"):
-                relayed += relay.redrive(json.loads(m["Body"]))
+            try:
+                with aws_errors("postback relay redrive"):
+                    relayed += relay.redrive(json.loads(m["Body"]))
+            except (DependencyError, ValueError, KeyError, TypeError) as exc:
+                # A range the stream no longer holds (it keeps 24 hours), or a record that names none: it stays in
+                # the failure queue (visible again after this receive's 60 s) for the runbook's requeue from the
+                # transactions, and the rest of the redrive goes on (else every redrive failed on it until the
+                # record expired, and the dead-letter queue could not be redriven meanwhile).
+                _log.error("postback relay failure not redriven: left in its queue",
+                           extra={"error_type": type(exc.__cause__ or exc).__name__, "message_id": m.get("MessageId")})
+                continue
+            with aws_errors("relay failure queue delete"):
                 sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
     return relayed
 
