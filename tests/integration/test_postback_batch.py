@@ -776,3 +776,34 @@ def test_a_relay_failure_past_the_streams_24_hours_does_not_block_the_dead_lette
         assert len(receiver.delivered("/ok")) == 1
     finally:
         receiver.close()
+
+
+def test_after_a_redrive_the_attempts_are_numbered_on_and_get_a_full_schedule(platform, monkeypatch):
+    """A postback dead-lettered after its maxReceiveCount attempts, then redriven by the operator: its next POSTs
+    carry the numbers after the last one (docs/integrators/webhooks.md: each ``Vault-Delivery-Attempt`` number is
+    sent once for a delivery id), and it gets the schedule's attempts again before the dead-letter queue."""
+    from vaultcore.postback.sender import max_receive_count
+
+    monkeypatch.setenv("POSTBACK_RETRY_SCHEDULE", "0")
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/down")
+        _sale(platform, account)
+        (m,) = _receive(platform, 1)
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = platform.refs["PostbackFifoQueue"]
+        for _ in range(max_receive_count()):
+            _handler(platform)(_event([m]), _Context(30))
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])  # sent to the DLQ, acknowledged
+        status, moved = admin(platform, "POST", "/admin/v1/postbacks/redrive", {})
+        assert status == 200 and moved["moved"] == 1, moved
+        (again,) = _receive(platform, 1)
+        for i in range(2):  # two more failures: the fresh schedule goes on (no dead-letter after attempt 13)
+            result = _handler(platform)(_event([again]), _Context(30))
+            assert result == {"batchItemFailures": [{"itemIdentifier": again["MessageId"]}]}
+        receiver.recovered.set()
+        assert _handler(platform)(_event([again]), _Context(30)) == {"batchItemFailures": []}
+        numbers = [r["headers"]["Vault-Delivery-Attempt"] for r in receiver.requests]
+        assert numbers == [str(n) for n in range(1, max_receive_count() + 4)]  # each number once, in order
+    finally:
+        receiver.close()

@@ -93,7 +93,7 @@ def test_messages_left_in_the_standard_queues_are_delivered_once_after_the_upgra
         assert relay(event, None) == {"batchItemFailures": []}  # its deletion lost: forwarded again, deduplicated
         sqs.delete_message(QueueUrl=old_queue, ReceiptHandle=old[0]["ReceiptHandle"])
         assert receiver.requests == []
-        # 2. the operator redrives the old dead-letter queue into the FIFO queue (a fresh attempt count)
+        # 2. the operator redrives the old dead-letter queue into the FIFO queue (a fresh schedule, numbered on)
         status, moved = admin(platform, "POST", "/admin/v1/postbacks/redrive", {})
         assert status == 200 and moved["moved"] == 1, moved
 
@@ -109,7 +109,7 @@ def test_messages_left_in_the_standard_queues_are_delivered_once_after_the_upgra
             for m in got:
                 sqs.delete_message(QueueUrl=fifo, ReceiptHandle=m["ReceiptHandle"])
         assert _posts(receiver, waiting["delivery_id"]) == [("2", 200)]  # its attempt count goes on
-        assert _posts(receiver, dead["delivery_id"]) == [("1", 200)]  # the redrive's fresh schedule
+        assert _posts(receiver, dead["delivery_id"]) == [("13", 200)]  # the redrive's fresh schedule, numbered on
         for queue in (old_queue, old_dlq, fifo):
             assert sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=0).get("Messages", []) == []
 
@@ -117,7 +117,7 @@ def test_messages_left_in_the_standard_queues_are_delivered_once_after_the_upgra
         log = deliveries.list_attempts(account_id, delivery_id=waiting["delivery_id"])
         assert [(a["attempt"], a["status"]) for a in log] == [(2, "delivered"), (1, "failed")]
         log = deliveries.list_attempts(account_id, transaction_id=dead["transaction_id"])
-        assert [(a["attempt"], a["status"]) for a in log] == [(1, "delivered")] + [
+        assert [(a["attempt"], a["status"]) for a in log] == [(13, "delivered")] + [
             (n, "failed") for n in range(12, 0, -1)]
         # and redelivery of a delivery of the version before still works (its MSG# item)
         status, queued = admin(platform, "POST",

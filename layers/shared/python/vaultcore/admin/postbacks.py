@@ -135,7 +135,7 @@ def _redrive_relay_failures(sqs: Any) -> int:
 
 def _move(sqs: Any, dlq_url: str, limit: int) -> int:
     """Move up to ``limit`` messages of a dead-letter queue to the postback queue: each a fresh copy (same delivery
-    id, ``requeued`` + 1: a new message for SQS FIFO's deduplication) with a fresh attempt count."""
+    id, ``requeued`` + 1: a new message for SQS FIFO's deduplication) with a fresh schedule of attempts."""
     moved = 0
     while dlq_url and moved < limit:
         with aws_errors("dead-letter queue read"):
@@ -145,7 +145,7 @@ def _move(sqs: Any, dlq_url: str, limit: int) -> int:
         if not messages:
             break
         for m in messages:
-            # A fresh message and a fresh attempt count (the delivery log counts attempts): the full schedule.
+            # A fresh message and a fresh schedule (deliveries.restart_attempts; the numbers go on): 12 attempts.
             deliveries.restart_attempts(m["Body"])
             try:
                 body = fresh_copy(m["Body"])

@@ -9,7 +9,7 @@ Items (partition key attribute ``account_id``, whose value is ``<account_id>#<sh
   ``failed``, ``deferred``, ``delivered``, ``dead-lettered``; ``pending`` after an operator's redrive),
   ``delivered_at`` (set by the first 2xx and never removed: a delivery delivered once stays so for every copy
   that is not an explicit redelivery, whatever a redelivery's later failure writes into ``state``),
-  ``attempt`` (the real POSTs so far), ``attempts`` (the log: a list of maps ``n``, ``status``, ``http_status``,
+  ``attempt`` (the real POSTs so far; ``attempt_base``: those before an operator's redrive), ``attempts`` (the log: a list of maps ``n``, ``status``, ``http_status``,
   ``duration_ms``, ``error``, ``at`` and, for a non-2xx answer only, ``response_excerpt``, its first 256
   characters redacted; a ``deferred`` or ``abandoned`` entry is no attempt and has no ``n``), ``transaction_id``
   (the log's filter; a webhook delivery's endpoint id), ``webhook_id`` (a webhook delivery's, written with it by
@@ -65,7 +65,7 @@ from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 __all__ = ["outbox_put", "load_message", "record_attempt", "list_attempts", "read", "finish", "mark_delivered",
            "restart_attempts", "note_deferral", "Finished", "MARKS", "RETENTION_SECONDS", "DELIVERY_SHARDS",
            "partition", "shard_count", "earlier_shard_counts", "sort_key", "log_entry",
-           "UNSENT", "pack_message", "message_body", "redelivery_mark"]
+           "UNSENT", "pack_message", "message_body", "redelivery_mark", "schedule_base"]
 
 RETENTION_SECONDS = 90 * 86400
 #: Partitions per account by default: the template's ``DeliveryShards`` (see the module docstring for the
@@ -179,8 +179,10 @@ def outbox_put(message: dict[str, Any], writer: str) -> dict[str, Any]:
 
 
 def restart_attempts(body: str) -> None:
-    """Before a dead-lettered message is queued again (the operator's redrive): a new count of attempts (state
-    ``pending``), so that the redriven copy makes the schedule's attempts again.
+    """Before a dead-lettered message is queued again (the operator's redrive): a fresh schedule (state
+    ``pending``, ``attempt_base`` = the attempts so far), so that the redriven copy makes the schedule's attempts
+    again, numbered on from the last one: ``Vault-Delivery-Attempt`` numbers are sent once per delivery id
+    (docs/integrators/webhooks.md), so the count itself is kept and the sender counts the schedule from the base.
 
     Only a message that is not delivered is reset (a delivered one stays delivered: its copy is skipped).
     """
@@ -193,7 +195,8 @@ def restart_attempts(body: str) -> None:
         with aws_errors("delivery log update"):
             dynamodb().update_item(TableName=_table(), Key=key,
                                    # (holder: the claim of the version before)
-                                   UpdateExpression="SET #s = :pending, attempt = :zero REMOVE holder",
+                                   UpdateExpression="SET #s = :pending, attempt_base = if_not_exists(attempt, "
+                                                    ":zero) REMOVE holder",
                                    ConditionExpression="attribute_exists(attempt_key) AND #s <> :delivered "
                                                        "AND attribute_not_exists(delivered_at)",
                                    ExpressionAttributeNames={"#s": "state"},
@@ -367,8 +370,8 @@ def note_deferral(message: dict[str, Any], reason: str, *, redelivery: bool = Fa
 
     One UpdateItem, which creates the item when missing: the message is stored (so it can be redelivered) with
     state ``deferred``, its attempt count unchanged and a ``deferred`` entry appended to its log, unless (not
-    ``redelivery``) it was delivered or dead-lettered already (:class:`Finished`). Returns the number of the
-    attempt that was put off.
+    ``redelivery``) it was delivered or dead-lettered already (:class:`Finished`). Returns the number, in the
+    current schedule (:func:`schedule_base`), of the attempt that was put off.
     """
     now = clock.now()
     values: dict[str, Any] = {**_message_values(message, now), ":deferred": "deferred", ":zero": 0,
@@ -391,7 +394,14 @@ def note_deferral(message: dict[str, Any], reason: str, *, redelivery: bool = Fa
     except ConditionFailed as exc:
         old = from_item(getattr(exc.__cause__, "response", {}).get("Item")) or {}
         raise Finished("delivered" if old.get("delivered_at") else str(old.get("state") or "delivered")) from exc
-    return int((from_item(out.get("Attributes")) or {}).get("attempt") or 0) + 1
+    new = from_item(out.get("Attributes")) or {}
+    return int(new.get("attempt") or 0) - schedule_base(new) + 1
+
+
+def schedule_base(stored: dict[str, Any] | None) -> int:
+    """The attempts made before the current schedule (an operator's redrive starts one: :func:`restart_attempts`);
+    attempt ``n`` is the schedule's ``n - schedule_base``: its retry delay and whether it is the last."""
+    return int((stored or {}).get("attempt_base") or 0)
 
 
 #: Concurrent queries of one listing's fan-out over the shards.

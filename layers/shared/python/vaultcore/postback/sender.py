@@ -320,7 +320,8 @@ def deliver(body: str, receive_count: int, deadline: float,
                            extra={**log, "error_type": type(again).__name__})
         _log.info("postback delivered", extra={**log, "status": status_code})
         return Outcome("delivered")
-    last = _is_last(attempt, redelivery)
+    in_schedule = attempt - deliveries.schedule_base(stored)  # after an operator's redrive: a fresh schedule
+    last = _is_last(in_schedule, redelivery)
     recorded = True
     try:
         deliveries.finish(message, stored, attempt, "dead-lettered" if last else "failed", status_code, duration_ms,
@@ -331,7 +332,7 @@ def deliver(body: str, receive_count: int, deadline: float,
     _log.warning("postback attempt failed", extra={**log, "reason": error})
     if last:
         return _dead_letter(body, receive_count)
-    delay = retry_delay(attempt, _schedule())
+    delay = retry_delay(in_schedule, _schedule())
     if not recorded and _send(settings().postback_queue_url,
                               fresh_copy(body, clock.now() + delay if delay > 0 else None, attempted=attempt)):
         # The log does not know this attempt: a fresh copy that says so makes the next one attempt + 1, so no
