@@ -807,3 +807,22 @@ def test_after_a_redrive_the_attempts_are_numbered_on_and_get_a_full_schedule(pl
         assert numbers == [str(n) for n in range(1, max_receive_count() + 4)]  # each number once, in order
     finally:
         receiver.close()
+
+
+def test_the_delivery_log_listing_refuses_a_limit_below_one(platform):
+    """``limit`` of the delivery log listing: 1 to 1000. A negative one was used as a Python slice end, and the
+    operator got the log without its last entries instead of an error."""
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/ok")
+        tx = _sale(platform, account)
+        (m,) = _receive(platform, 1)
+        assert _handler(platform)(_event([m]), _Context(30)) == {"batchItemFailures": []}
+        path = f"/admin/v1/accounts/{account['account_id']}/deliveries"
+        for bad in ("-1", "0"):
+            status, answer = admin(platform, "GET", path, query={"transaction_id": tx, "limit": bad})
+            assert status == 400, answer
+        status, answer = admin(platform, "GET", path, query={"transaction_id": tx, "limit": "1"})
+        assert status == 200 and [a["status"] for a in answer["attempts"]] == ["delivered"]
+    finally:
+        receiver.close()

@@ -23,9 +23,12 @@ _log = get_logger("postback.admin")
 @route("GET", "/admin/v1/accounts/{account_id}/deliveries")
 def list_deliveries(request: Request, account_id: str) -> Response:
     try:
-        limit = min(int(request.query.get("limit", "100")), 1000)
+        limit = int(request.query.get("limit", "100"))
     except ValueError:
         raise ValidationError("limit must be an integer.") from None
+    if limit < 1:  # (a negative one became a slice end: the log without its last entries)
+        raise ValidationError("limit must be an integer from 1 to 1000.")
+    limit = min(limit, 1000)
     attempts = deliveries.list_attempts(account_id, transaction_id=request.query.get("transaction_id"),
                                         delivery_id=request.query.get("delivery_id"), limit=limit)
     return ok({"account_id": account_id, "attempts": attempts})
