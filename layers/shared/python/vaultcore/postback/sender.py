@@ -47,7 +47,12 @@ SQS FIFO queues": "Exactly-once processing", "Using the message deduplication ID
 
 The one remaining second POST, as before: the receiver answers 2xx and the invocation dies (or both delivery-log
 writes fail) before ``delivered`` is recorded; the message comes back and is POSTed again with the same
-``Vault-Delivery-Id``, which receivers deduplicate on (docs/integrators/webhooks.md).
+``Vault-Delivery-Id``, which receivers deduplicate on (docs/integrators/webhooks.md). One case of it: a record
+whose receiver answered 2xx while its log write is still running when the handler must answer is acknowledged
+(:mod:`vaultcore.postback.consumer`) before ``delivered`` is recorded, so a later copy in its message group (there
+is one only after a lost relay answer past 5 minutes, an admin requeue or a redelivery) can be handed out and read
+the delivery not yet delivered. Once the handler has answered, its workers start no further record and POST
+nothing (the consumer and the time check after :func:`deliveries.read`).
 """
 
 from __future__ import annotations
