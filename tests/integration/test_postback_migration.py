@@ -142,3 +142,47 @@ def test_the_forwarder_leaves_what_is_no_postback_in_the_old_queue(platform):
         "batchItemFailures": [{"itemIdentifier": m["MessageId"]}]}
     assert sqs.receive_message(QueueUrl=platform.refs["PostbackFifoQueue"], WaitTimeSeconds=0).get(
         "Messages", []) == []
+
+
+def test_a_delivery_written_before_the_shards_is_found_by_the_sender(platform):
+    """Deliveries written before the spread over shards (uuid4 delivery ids, their ``MSG#`` item in the account's
+    unsharded partition, listed and redelivered from there) are read by the sender there too: a forwarded copy of
+    one that was delivered is not POSTed again, and an operator's redelivery goes on with its attempt numbers
+    (not a second item starting again at 1)."""
+    receiver = Receiver()
+    try:
+        status, account = admin(platform, "POST", "/admin/v1/accounts",
+                                {"options": {}, "postback_url": receiver.url + "/ok"})
+        assert status == 201, account
+        account_id = account["account_id"]
+        old = _old_message(account_id, "100000000003")
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        ddb.put_item(TableName=settings().deliveries_table, Item={
+            "account_id": {"S": account_id}, "attempt_key": {"S": f"MSG#{old['delivery_id']}"},
+            "message": {"S": json.dumps(old)}, "state": {"S": "delivered"}, "attempt": {"N": "1"},
+            "transaction_id": {"S": old["transaction_id"]}, "expiresAt": {"N": str(int(clock.now()) + 86400)}})
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        old_queue = platform.refs["PostbackQueue"]
+        sqs.send_message(QueueUrl=old_queue, MessageBody=json.dumps(old))  # a copy left in the old queue
+        got = sqs.receive_message(QueueUrl=old_queue, AttributeNames=["All"])["Messages"]
+        relay = platform.modules["PostbackOutboxFunction"].lambda_handler
+        assert relay({"Records": _records(got, "PostbackQueue")}, None) == {"batchItemFailures": []}
+        fifo = platform.refs["PostbackFifoQueue"]
+        handler = platform.modules["PostbackFunction"].lambda_handler
+
+        def run() -> None:
+            got = sqs.receive_message(QueueUrl=fifo, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
+            assert handler({"Records": _records(got, "PostbackFifoQueue.fifo")}, _Context(30)) == {
+                "batchItemFailures": []}
+            for m in got:
+                sqs.delete_message(QueueUrl=fifo, ReceiptHandle=m["ReceiptHandle"])
+
+        run()
+        assert receiver.requests == []  # delivered already
+        status, _ = admin(platform, "POST", f"/admin/v1/accounts/{account_id}/deliveries/{old['delivery_id']}"
+                                            "/redeliver")
+        assert status == 200
+        run()
+        assert _posts(receiver, old["delivery_id"]) == [("2", 200)]
+    finally:
+        receiver.close()

@@ -127,6 +127,11 @@ def _key(account_id: str, delivery_id: str) -> dict[str, Any]:
     ``DELIVERY_SHARDS_BEFORE`` names counts that put this delivery elsewhere: an item never moves, and the
     conditions of :func:`finish` read it, so it must be the same item whichever count is current."""
     candidates = _partitions(account_id, delivery_id)
+    if not ids.is_time_ordered(delivery_id):
+        # a delivery id of before the time-ordered ones may be older than the spread: its item then sits in the
+        # account's unsharded partition (where load_message and list_attempts find it), and the sender must
+        # read and update that item, not start a second one (a delivered delivery POSTed again, numbered from 1)
+        candidates.append(account_id)
     for value in candidates[1:]:
         key = to_item({"account_id": value, "attempt_key": sort_key(delivery_id)})
         with aws_errors("delivery log read"):
