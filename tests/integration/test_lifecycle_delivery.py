@@ -260,7 +260,8 @@ def test_the_outcome_write_numbers_each_attempt_once(platform, monkeypatch):
     """The conditional write behind "one POST per attempt", on the delivery item itself (moto): the first outcome
     creates the item (the Transactions stream is the outbox: nothing exists before); an attempt number already
     recorded is refused to any other writer, and the same writer's retry (a lost answer) is not appended twice; a
-    redrive resets the count; the message is stored deflated (the item stays under 1 KB)."""
+    redrive starts a fresh schedule whose attempts are numbered on (docs/integrators/webhooks.md: each
+    ``Vault-Delivery-Attempt`` number is sent once); the message is stored deflated (the item stays under 1 KB)."""
     from vaultcore.errors import DependencyError
     from vaultcore.postback import deliveries
 
@@ -282,13 +283,13 @@ def test_the_outcome_write_numbers_each_attempt_once(platform, monkeypatch):
             deliveries.note_deferral(message, "circuit open")
         deliveries.restart_attempts(record["body"])  # the operator's redrive of the dead-lettered message
         stored = deliveries.read(message)
-        assert (stored["state"], stored["attempt"]) == ("pending", 0)
-        deliveries.finish(message, stored, 1, "delivered", 200, 3.0, None, "ok", "writer-d")
+        assert (stored["state"], stored["attempt"], stored["attempt_base"]) == ("pending", 2, 2)
+        deliveries.finish(message, stored, 3, "delivered", 200, 3.0, None, "ok", "writer-d")
         stored = deliveries.load_message(message["account_id"], message["delivery_id"])
         assert isinstance(stored["message"], bytes)  # deflated: the item stays under 1 KB
         assert json.loads(deliveries.message_body(stored)) == message
         assert [(a["attempt"], a["status"]) for a in deliveries.list_attempts(
-            message["account_id"], delivery_id=message["delivery_id"])] == [(1, "delivered"), (2, "dead-lettered"),
+            message["account_id"], delivery_id=message["delivery_id"])] == [(3, "delivered"), (2, "dead-lettered"),
                                                                             (1, "failed")]
     finally:
         receiver.close()

@@ -571,3 +571,258 @@ def test_the_delivery_log_is_spread_over_shards_and_listed_newest_first(platform
     assert [a["transaction_id"] for a in deliveries.list_attempts(account_id, delivery_id=legacy)] == [
         "099999999998"]
     assert deliveries.list_attempts("666666666666") == []
+
+
+def _join_workers() -> None:
+    """Wait for the consumer's worker threads that outlived the handler's answer (a record stuck at reply time)."""
+    import threading
+
+    for thread in threading.enumerate():
+        if thread.name.startswith("postback") and thread is not threading.current_thread():
+            thread.join(30)
+
+
+def test_a_record_reported_failed_at_reply_time_is_not_posted_by_its_worker_afterwards(platform, monkeypatch):
+    """A record stuck in its read before the POST at reply time is reported failed (it comes back after the
+    queue's visibility timeout, maybe to another container). Its worker thread, when the read returns after the
+    answer (in Lambda: whenever the frozen container runs again, possibly after the message was handed out
+    again), must not POST it: that attempt would be made outside any invocation that holds the message, and the
+    message's next receive POSTs the same attempt number again."""
+    import threading
+
+    from vaultcore.postback import deliveries
+
+    receiver = Receiver()
+    release = threading.Event()
+    real_read = deliveries.read
+
+    def read(message, *args, **kwargs):
+        if message["account_id"] == account["account_id"]:
+            release.wait(30)
+        return real_read(message, *args, **kwargs)
+
+    try:
+        account = _account_with(platform, receiver.url + "/ok/stuck")
+        fine = _account_with(platform, receiver.url + "/ok/fine")  # a second group: the concurrent path
+        _sale(platform, account)
+        _sale(platform, fine)
+        messages = _receive(platform, 2)
+        stuck = [m for m in messages if json.loads(m["Body"])["account_id"] == account["account_id"]]
+        monkeypatch.setattr(deliveries, "read", read)
+        result = _handler(platform)(_event(messages), _Context(7.5))  # answers 2 s before the 7.5 s are up
+        assert result == {"batchItemFailures": [{"itemIdentifier": stuck[0]["MessageId"]}]}
+        release.set()
+        _join_workers()
+        assert receiver.count("/ok/stuck") == 0  # nothing POSTed for a record the handler gave back
+        monkeypatch.setattr(deliveries, "read", real_read)
+        # the message's next receive (after the visibility timeout): attempt 1, once
+        assert _handler(platform)(_event(stuck), _Context(30)) == {"batchItemFailures": []}
+        assert [d["headers"]["Vault-Delivery-Attempt"] for d in receiver.delivered("/ok/stuck")] == ["1"]
+    finally:
+        release.set()
+        receiver.close()
+
+
+def test_after_the_answer_a_worker_starts_no_further_record_of_its_group(platform, monkeypatch, frozen_clock):
+    """A record acknowledged at reply time (its receiver answered 2xx, its log write still running) is followed in
+    its message group by an operator's redelivery of the same delivery, reported failed (it comes back later).
+    When the log write returns after the answer, the worker must not go on to the redelivery: the record was
+    handed back to SQS, and the worker's deferral of it ("no time left") rewrote the delivered delivery's state
+    to ``deferred``, so that any later copy would be POSTed again."""
+    import threading
+
+    from vaultcore.postback import deliveries
+    from vaultcore.postback.message import fifo_ids
+
+    receiver = Receiver()
+    release = threading.Event()
+    real_finish = deliveries.finish
+
+    def finish(message, *args, **kwargs):
+        release.wait(30)
+        return real_finish(message, *args, **kwargs)
+
+    try:
+        account = _account_with(platform, receiver.url + "/ok/one")
+        _sale(platform, account)
+        platform.pump_streams()
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = platform.refs["PostbackFifoQueue"]
+        first = sqs.receive_message(QueueUrl=url, AttributeNames=["All"], VisibilityTimeout=0)["Messages"][0]
+        again = {**json.loads(first["Body"]), "redelivery": 1}
+        body = json.dumps(again, separators=(",", ":"))
+        sqs.send_message(QueueUrl=url, MessageBody=body, **fifo_ids(body))
+        batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
+        assert [json.loads(m["Body"]).get("redelivery") for m in batch] == [None, 1]  # one group, in order
+        other = _account_with(platform, receiver.url + "/ok/other")  # a second group: the concurrent path
+        _sale(platform, other)
+        batch += _receive(platform, 1)
+        monkeypatch.setattr(deliveries, "finish", finish)
+        result = _handler(platform)(_event(batch), _Context(7.5))
+        assert result == {"batchItemFailures": [{"itemIdentifier": batch[1]["MessageId"]}]}
+        release.set()
+        _join_workers()
+        stored = deliveries.load_message(account["account_id"], again["delivery_id"])
+        assert stored is not None and stored["state"] == "delivered"
+        assert [a["status"] for a in stored["attempts"]] == ["delivered"]  # no deferral of the redelivery
+        assert receiver.count("/ok/one") == 1
+    finally:
+        release.set()
+        receiver.close()
+
+
+def test_a_failed_redelivery_of_a_delivered_postback_does_not_reopen_it_to_copies(platform, frozen_clock):
+    """An operator redelivers a delivered postback and the receiver, now down, answers 500: the redelivery's
+    failed attempt is logged, but the delivery was delivered and stays so for every copy that is not an explicit
+    redelivery (an admin requeue over a window, the relay's send after SQS's 5-minute deduplication interval):
+    such a copy is skipped, not POSTed a third time (the requeue's contract: "a copy of a postback already
+    delivered is not POSTed again")."""
+    from vaultcore.postback.message import fifo_ids, fresh_copy
+
+    receiver = Receiver()
+    receiver.recovered.set()
+    try:
+        account = _account_with(platform, receiver.url + "/down")
+        tx = _sale(platform, account)
+        (m,) = _receive(platform, 1)
+        assert _handler(platform)(_event([m]), _Context(30)) == {"batchItemFailures": []}
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = platform.refs["PostbackFifoQueue"]
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])  # acknowledged: the mapping deletes it
+        delivery_id = json.loads(m["Body"])["delivery_id"]
+        receiver.recovered.clear()  # the receiver goes down
+        status, _ = admin(platform, "POST", f"/admin/v1/accounts/{account['account_id']}/deliveries/{delivery_id}"
+                                            "/redeliver")
+        assert status == 200
+        (again,) = _receive(platform, 1)
+        result = _handler(platform)(_event([again]), _Context(30))
+        assert result == {"batchItemFailures": [{"itemIdentifier": again["MessageId"]}]}  # retried later
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=again["ReceiptHandle"])  # (its retries: not this test's)
+        assert [r["status"] for r in receiver.requests] == [200, 500]
+        copy = fresh_copy(m["Body"])  # a copy of the first message, as an admin requeue or a late relay send
+        sqs.send_message(QueueUrl=url, MessageBody=copy, **fifo_ids(copy))
+        (late,) = _receive(platform, 1)
+        assert _handler(platform)(_event([late]), _Context(30)) == {"batchItemFailures": []}
+        assert [r["status"] for r in receiver.requests] == [200, 500]  # no third POST
+        assert [a["status"] for a in _log(platform, account, tx)] == ["failed", "delivered"]
+    finally:
+        receiver.close()
+
+
+def test_a_second_redelivery_after_an_abandoned_one_is_queued_not_deduplicated(platform):
+    """The operator redelivers a postback while its account has no postback URL: the redelivery is recorded
+    ``abandoned`` (no attempt). The operator sets the URL and redelivers again, within SQS's 5-minute
+    deduplication interval: that request must not get the first one's deduplication id (SQS would accept it,
+    answer "queued" and never deliver it), so the postback is POSTed once."""
+    from vaultcore.postback import sender
+
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/ok")
+        tx = _sale(platform, account)
+        account_path = f"/admin/v1/accounts/{account['account_id']}"
+        assert admin(platform, "PATCH", account_path, {"postback_url": None})[0] == 200
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = platform.refs["PostbackFifoQueue"]
+
+        def run_one() -> None:
+            (m,) = _receive(platform, 1)
+            assert _handler(platform)(_event([m]), _Context(30)) == {"batchItemFailures": []}
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])  # acknowledged: deleted
+
+        run_one()  # no postback URL: abandoned
+        delivery_id = _log(platform, account, tx)[0]["delivery_id"]
+        redeliver = f"{account_path}/deliveries/{delivery_id}/redeliver"
+        assert admin(platform, "POST", redeliver)[0] == 200
+        run_one()  # still no URL: abandoned again
+        assert [a["status"] for a in _log(platform, account, tx)] == ["abandoned", "abandoned"]
+        assert admin(platform, "PATCH", account_path, {"postback_url": receiver.url + "/ok"})[0] == 200
+        sender._targets.clear()  # the container's account cache expired (RECORD_CACHE_SECONDS)
+        assert admin(platform, "POST", redeliver)[0] == 200
+        run_one()
+        assert [d["headers"]["Vault-Delivery-Id"] for d in receiver.delivered("/ok")] == [delivery_id]
+    finally:
+        receiver.close()
+
+
+def test_a_relay_failure_past_the_streams_24_hours_does_not_block_the_dead_letter_redrive(platform):
+    """A failure record of the stream relay whose range the stream no longer holds (DynamoDB Streams keeps 24
+    hours; its shard is gone) cannot be read again. The operator's redrive must still move the dead-letter
+    queue's postbacks, leaving that record in the failure queue (the runbook's requeue from the transactions
+    covers its range), instead of failing the whole request on it every time until the record expires."""
+    from vaultcore.postback.message import fifo_ids
+
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/ok")
+        _sale(platform, account)
+        (m,) = _receive(platform, 1)
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        sqs.delete_message(QueueUrl=platform.refs["PostbackFifoQueue"], ReceiptHandle=m["ReceiptHandle"])
+        dlq = platform.refs["PostbackFifoDeadLetterQueue"]
+        sqs.send_message(QueueUrl=dlq, MessageBody=m["Body"], **fifo_ids(m["Body"]))  # dead-lettered
+        stream = platform.attrs[("TransactionsV2Table", "StreamArn")]
+        failures = platform.refs["PostbackRelayDeadLetterQueue"]
+        sqs.send_message(QueueUrl=failures, MessageBody=json.dumps({"DDBStreamBatchInfo": {
+            "streamArn": stream, "shardId": "shardId-00000001700000000000-0000dead", "batchSize": 1,
+            "startSequenceNumber": "100", "endSequenceNumber": "100"}}))
+        status, moved = admin(platform, "POST", "/admin/v1/postbacks/redrive", {})
+        assert status == 200 and moved == {"moved": 1, "relayed": 0}, moved
+        counts = sqs.get_queue_attributes(QueueUrl=failures, AttributeNames=[
+            "ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"])["Attributes"]
+        assert sum(int(v) for v in counts.values()) == 1  # kept for the operator (visible again after 60 s)
+        (again,) = _receive(platform, 1)
+        assert _handler(platform)(_event([again]), _Context(30)) == {"batchItemFailures": []}
+        assert len(receiver.delivered("/ok")) == 1
+    finally:
+        receiver.close()
+
+
+def test_after_a_redrive_the_attempts_are_numbered_on_and_get_a_full_schedule(platform, monkeypatch):
+    """A postback dead-lettered after its maxReceiveCount attempts, then redriven by the operator: its next POSTs
+    carry the numbers after the last one (docs/integrators/webhooks.md: each ``Vault-Delivery-Attempt`` number is
+    sent once for a delivery id), and it gets the schedule's attempts again before the dead-letter queue."""
+    from vaultcore.postback.sender import max_receive_count
+
+    monkeypatch.setenv("POSTBACK_RETRY_SCHEDULE", "0")
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/down")
+        _sale(platform, account)
+        (m,) = _receive(platform, 1)
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = platform.refs["PostbackFifoQueue"]
+        for _ in range(max_receive_count()):
+            _handler(platform)(_event([m]), _Context(30))
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])  # sent to the DLQ, acknowledged
+        status, moved = admin(platform, "POST", "/admin/v1/postbacks/redrive", {})
+        assert status == 200 and moved["moved"] == 1, moved
+        (again,) = _receive(platform, 1)
+        for i in range(2):  # two more failures: the fresh schedule goes on (no dead-letter after attempt 13)
+            result = _handler(platform)(_event([again]), _Context(30))
+            assert result == {"batchItemFailures": [{"itemIdentifier": again["MessageId"]}]}
+        receiver.recovered.set()
+        assert _handler(platform)(_event([again]), _Context(30)) == {"batchItemFailures": []}
+        numbers = [r["headers"]["Vault-Delivery-Attempt"] for r in receiver.requests]
+        assert numbers == [str(n) for n in range(1, max_receive_count() + 4)]  # each number once, in order
+    finally:
+        receiver.close()
+
+
+def test_the_delivery_log_listing_refuses_a_limit_below_one(platform):
+    """``limit`` of the delivery log listing: 1 to 1000. A negative one was used as a Python slice end, and the
+    operator got the log without its last entries instead of an error."""
+    receiver = Receiver()
+    try:
+        account = _account_with(platform, receiver.url + "/ok")
+        tx = _sale(platform, account)
+        (m,) = _receive(platform, 1)
+        assert _handler(platform)(_event([m]), _Context(30)) == {"batchItemFailures": []}
+        path = f"/admin/v1/accounts/{account['account_id']}/deliveries"
+        for bad in ("-1", "0"):
+            status, answer = admin(platform, "GET", path, query={"transaction_id": tx, "limit": bad})
+            assert status == 400, answer
+        status, answer = admin(platform, "GET", path, query={"transaction_id": tx, "limit": "1"})
+        assert status == 200 and [a["status"] for a in answer["attempts"]] == ["delivered"]
+    finally:
+        receiver.close()

@@ -93,7 +93,7 @@ def test_messages_left_in_the_standard_queues_are_delivered_once_after_the_upgra
         assert relay(event, None) == {"batchItemFailures": []}  # its deletion lost: forwarded again, deduplicated
         sqs.delete_message(QueueUrl=old_queue, ReceiptHandle=old[0]["ReceiptHandle"])
         assert receiver.requests == []
-        # 2. the operator redrives the old dead-letter queue into the FIFO queue (a fresh attempt count)
+        # 2. the operator redrives the old dead-letter queue into the FIFO queue (a fresh schedule, numbered on)
         status, moved = admin(platform, "POST", "/admin/v1/postbacks/redrive", {})
         assert status == 200 and moved["moved"] == 1, moved
 
@@ -109,7 +109,7 @@ def test_messages_left_in_the_standard_queues_are_delivered_once_after_the_upgra
             for m in got:
                 sqs.delete_message(QueueUrl=fifo, ReceiptHandle=m["ReceiptHandle"])
         assert _posts(receiver, waiting["delivery_id"]) == [("2", 200)]  # its attempt count goes on
-        assert _posts(receiver, dead["delivery_id"]) == [("1", 200)]  # the redrive's fresh schedule
+        assert _posts(receiver, dead["delivery_id"]) == [("13", 200)]  # the redrive's fresh schedule, numbered on
         for queue in (old_queue, old_dlq, fifo):
             assert sqs.receive_message(QueueUrl=queue, WaitTimeSeconds=0).get("Messages", []) == []
 
@@ -117,7 +117,7 @@ def test_messages_left_in_the_standard_queues_are_delivered_once_after_the_upgra
         log = deliveries.list_attempts(account_id, delivery_id=waiting["delivery_id"])
         assert [(a["attempt"], a["status"]) for a in log] == [(2, "delivered"), (1, "failed")]
         log = deliveries.list_attempts(account_id, transaction_id=dead["transaction_id"])
-        assert [(a["attempt"], a["status"]) for a in log] == [(1, "delivered")] + [
+        assert [(a["attempt"], a["status"]) for a in log] == [(13, "delivered")] + [
             (n, "failed") for n in range(12, 0, -1)]
         # and redelivery of a delivery of the version before still works (its MSG# item)
         status, queued = admin(platform, "POST",
@@ -142,3 +142,47 @@ def test_the_forwarder_leaves_what_is_no_postback_in_the_old_queue(platform):
         "batchItemFailures": [{"itemIdentifier": m["MessageId"]}]}
     assert sqs.receive_message(QueueUrl=platform.refs["PostbackFifoQueue"], WaitTimeSeconds=0).get(
         "Messages", []) == []
+
+
+def test_a_delivery_written_before_the_shards_is_found_by_the_sender(platform):
+    """Deliveries written before the spread over shards (uuid4 delivery ids, their ``MSG#`` item in the account's
+    unsharded partition, listed and redelivered from there) are read by the sender there too: a forwarded copy of
+    one that was delivered is not POSTed again, and an operator's redelivery goes on with its attempt numbers
+    (not a second item starting again at 1)."""
+    receiver = Receiver()
+    try:
+        status, account = admin(platform, "POST", "/admin/v1/accounts",
+                                {"options": {}, "postback_url": receiver.url + "/ok"})
+        assert status == 201, account
+        account_id = account["account_id"]
+        old = _old_message(account_id, "100000000003")
+        ddb = boto3.client("dynamodb", region_name="us-east-1")
+        ddb.put_item(TableName=settings().deliveries_table, Item={
+            "account_id": {"S": account_id}, "attempt_key": {"S": f"MSG#{old['delivery_id']}"},
+            "message": {"S": json.dumps(old)}, "state": {"S": "delivered"}, "attempt": {"N": "1"},
+            "transaction_id": {"S": old["transaction_id"]}, "expiresAt": {"N": str(int(clock.now()) + 86400)}})
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        old_queue = platform.refs["PostbackQueue"]
+        sqs.send_message(QueueUrl=old_queue, MessageBody=json.dumps(old))  # a copy left in the old queue
+        got = sqs.receive_message(QueueUrl=old_queue, AttributeNames=["All"])["Messages"]
+        relay = platform.modules["PostbackOutboxFunction"].lambda_handler
+        assert relay({"Records": _records(got, "PostbackQueue")}, None) == {"batchItemFailures": []}
+        fifo = platform.refs["PostbackFifoQueue"]
+        handler = platform.modules["PostbackFunction"].lambda_handler
+
+        def run() -> None:
+            got = sqs.receive_message(QueueUrl=fifo, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
+            assert handler({"Records": _records(got, "PostbackFifoQueue.fifo")}, _Context(30)) == {
+                "batchItemFailures": []}
+            for m in got:
+                sqs.delete_message(QueueUrl=fifo, ReceiptHandle=m["ReceiptHandle"])
+
+        run()
+        assert receiver.requests == []  # delivered already
+        status, _ = admin(platform, "POST", f"/admin/v1/accounts/{account_id}/deliveries/{old['delivery_id']}"
+                                            "/redeliver")
+        assert status == 200
+        run()
+        assert _posts(receiver, old["delivery_id"]) == [("2", 200)]
+    finally:
+        receiver.close()

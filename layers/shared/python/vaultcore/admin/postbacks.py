@@ -10,19 +10,25 @@ from typing import Any
 from vaultcore.admin.router import json_body, ok, route
 from vaultcore.api.http import Request, Response
 from vaultcore.errors import DependencyError, NotFound, ValidationError
+from vaultcore.logs import get_logger
 from vaultcore.postback import deliveries, relay
 from vaultcore.postback.message import fifo_ids, fresh_copy, queue_entry
 from vaultcore.settings import settings
 from vaultcore.store.aws import client
 from vaultcore.store.ddb import aws_errors
 
+_log = get_logger("postback.admin")
+
 
 @route("GET", "/admin/v1/accounts/{account_id}/deliveries")
 def list_deliveries(request: Request, account_id: str) -> Response:
     try:
-        limit = min(int(request.query.get("limit", "100")), 1000)
+        limit = int(request.query.get("limit", "100"))
     except ValueError:
         raise ValidationError("limit must be an integer.") from None
+    if limit < 1:  # (a negative one became a slice end: the log without its last entries)
+        raise ValidationError("limit must be an integer from 1 to 1000.")
+    limit = min(limit, 1000)
     attempts = deliveries.list_attempts(account_id, transaction_id=request.query.get("transaction_id"),
                                         delivery_id=request.query.get("delivery_id"), limit=limit)
     return ok({"account_id": account_id, "attempts": attempts})
@@ -34,9 +40,8 @@ def redeliver(request: Request, account_id: str, delivery_id: str) -> Response:
     if stored is None:
         raise NotFound("No postback with this delivery id.")
     message = json.loads(deliveries.message_body(stored))
-    # One redelivery per attempt made so far: its own SQS FIFO deduplication id, so a second request before the
-    # first one's attempt is the same message (queued once), and one after it a new one.
-    message["redelivery"] = int(stored.get("attempt") or 0) + 1
+    # One redelivery per message ended so far: its own SQS FIFO deduplication id (deliveries.redelivery_mark)
+    message["redelivery"] = deliveries.redelivery_mark(stored)
     body = json.dumps(message, separators=(",", ":"))
     with aws_errors("postback enqueue"):
         client("sqs").send_message(QueueUrl=settings().postback_queue_url, MessageBody=body, **fifo_ids(body))
@@ -115,15 +120,25 @@ def _redrive_relay_failures(sqs: Any) -> int:
         if not messages:
             break
         for m in messages:
-            with aws_errors("postback relay redrive"):
-                relayed += relay.redrive(json.loads(m["Body"]))
+            try:
+                with aws_errors("postback relay redrive"):
+                    relayed += relay.redrive(json.loads(m["Body"]))
+            except (DependencyError, ValueError, KeyError, TypeError) as exc:
+                # A range the stream no longer holds (it keeps 24 hours), or a record that names none: it stays in
+                # the failure queue (visible again after this receive's 60 s) for the runbook's requeue from the
+                # transactions, and the rest of the redrive goes on (else every redrive failed on it until the
+                # record expired, and the dead-letter queue could not be redriven meanwhile).
+                _log.error("postback relay failure not redriven: left in its queue",
+                           extra={"error_type": type(exc.__cause__ or exc).__name__, "message_id": m.get("MessageId")})
+                continue
+            with aws_errors("relay failure queue delete"):
                 sqs.delete_message(QueueUrl=url, ReceiptHandle=m["ReceiptHandle"])
     return relayed
 
 
 def _move(sqs: Any, dlq_url: str, limit: int) -> int:
     """Move up to ``limit`` messages of a dead-letter queue to the postback queue: each a fresh copy (same delivery
-    id, ``requeued`` + 1: a new message for SQS FIFO's deduplication) with a fresh attempt count."""
+    id, ``requeued`` + 1: a new message for SQS FIFO's deduplication) with a fresh schedule of attempts."""
     moved = 0
     while dlq_url and moved < limit:
         with aws_errors("dead-letter queue read"):
@@ -133,7 +148,7 @@ def _move(sqs: Any, dlq_url: str, limit: int) -> int:
         if not messages:
             break
         for m in messages:
-            # A fresh message and a fresh attempt count (the delivery log counts attempts): the full schedule.
+            # A fresh message and a fresh schedule (deliveries.restart_attempts; the numbers go on): 12 attempts.
             deliveries.restart_attempts(m["Body"])
             try:
                 body = fresh_copy(m["Body"])

@@ -26,6 +26,7 @@ ChangeMessageVisibilityBatch call per ten records.
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Any
@@ -81,10 +82,18 @@ def _groups(records: list[dict[str, Any]]) -> list[list[int]]:
 
 
 def _run_group(records: list[dict[str, Any]], group: list[int], deadline: float, outcomes: dict[int, Outcome],
-               posted: set[int] | None) -> None:
+               posted: set[int] | None, answered: threading.Event | None = None) -> None:
     """One message group's records, in order; after one that is not acknowledged, the rest are unprocessed and
-    come back with it (the same visibility), so that the group's order holds."""
+    come back with it (the same visibility), so that the group's order holds.
+
+    Once the handler has answered (``answered``), the worker starts no further record: the answer reported it
+    failed, so SQS hands it out again after its visibility timeout, maybe to another container, and a worker of
+    this invocation (in Lambda: whenever the frozen container runs again) would attempt or defer a message it no
+    longer holds — a second holder of one delivery, which the FIFO argument of :mod:`vaultcore.postback.sender`
+    excludes."""
     for n, i in enumerate(group):
+        if answered is not None and answered.is_set():
+            return
         outcome = _one(records[i], deadline, (lambda i=i: posted.add(i)) if posted is not None else None)
         outcomes[i] = outcome
         if not outcome.acknowledged:
@@ -124,9 +133,12 @@ def handle_batch(event: dict[str, Any], context: Any, *, max_workers: int | None
                 _run_group(records, group, deadline, outcomes, None)
         else:
             posted: set[int] = set()  # records the receiver already accepted (their log write may still run)
+            answered = threading.Event()  # set at reply time: a worker still running starts no further record
             pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="postback")
-            futures = [pool.submit(_run_group, records, group, deadline, outcomes, posted) for group in groups]
+            futures = [pool.submit(_run_group, records, group, deadline, outcomes, posted, answered)
+                       for group in groups]
             wait(futures, timeout=max(0.0, deadline - REPLY_MARGIN_SECONDS - time.monotonic()))
+            answered.set()
             pool.shutdown(wait=False, cancel_futures=True)
             done = dict(outcomes)  # the answer: a worker still running no longer changes it
             for group in groups:

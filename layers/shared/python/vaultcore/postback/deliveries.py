@@ -7,7 +7,9 @@ Items (partition key attribute ``account_id``, whose value is ``<account_id>#<sh
   the items of a partition sort oldest first. Attributes: ``message`` (the SQS body, deflated:
   :func:`pack_message`), ``state`` (``unsent`` as written with its transaction,
   ``failed``, ``deferred``, ``delivered``, ``dead-lettered``; ``pending`` after an operator's redrive),
-  ``attempt`` (the real POSTs so far), ``attempts`` (the log: a list of maps ``n``, ``status``, ``http_status``,
+  ``delivered_at`` (set by the first 2xx and never removed: a delivery delivered once stays so for every copy
+  that is not an explicit redelivery, whatever a redelivery's later failure writes into ``state``),
+  ``attempt`` (the real POSTs so far; ``attempt_base``: those before an operator's redrive), ``attempts`` (the log: a list of maps ``n``, ``status``, ``http_status``,
   ``duration_ms``, ``error``, ``at`` and, for a non-2xx answer only, ``response_excerpt``, its first 256
   characters redacted; a ``deferred`` or ``abandoned`` entry is no attempt and has no ``n``), ``transaction_id``
   (the log's filter; a webhook delivery's endpoint id), ``webhook_id`` (a webhook delivery's, written with it by
@@ -63,7 +65,7 @@ from vaultcore.store.ddb import ConditionFailed, aws_errors, from_item, to_item
 __all__ = ["outbox_put", "load_message", "record_attempt", "list_attempts", "read", "finish", "mark_delivered",
            "restart_attempts", "note_deferral", "Finished", "MARKS", "RETENTION_SECONDS", "DELIVERY_SHARDS",
            "partition", "shard_count", "earlier_shard_counts", "sort_key", "log_entry",
-           "UNSENT", "pack_message", "message_body"]
+           "UNSENT", "pack_message", "message_body", "redelivery_mark", "schedule_base"]
 
 RETENTION_SECONDS = 90 * 86400
 #: Partitions per account by default: the template's ``DeliveryShards`` (see the module docstring for the
@@ -125,6 +127,11 @@ def _key(account_id: str, delivery_id: str) -> dict[str, Any]:
     ``DELIVERY_SHARDS_BEFORE`` names counts that put this delivery elsewhere: an item never moves, and the
     conditions of :func:`finish` read it, so it must be the same item whichever count is current."""
     candidates = _partitions(account_id, delivery_id)
+    if not ids.is_time_ordered(delivery_id):
+        # a delivery id of before the time-ordered ones may be older than the spread: its item then sits in the
+        # account's unsharded partition (where load_message and list_attempts find it), and the sender must
+        # read and update that item, not start a second one (a delivered delivery POSTed again, numbered from 1)
+        candidates.append(account_id)
     for value in candidates[1:]:
         key = to_item({"account_id": value, "attempt_key": sort_key(delivery_id)})
         with aws_errors("delivery log read"):
@@ -177,8 +184,10 @@ def outbox_put(message: dict[str, Any], writer: str) -> dict[str, Any]:
 
 
 def restart_attempts(body: str) -> None:
-    """Before a dead-lettered message is queued again (the operator's redrive): a new count of attempts (state
-    ``pending``), so that the redriven copy makes the schedule's attempts again.
+    """Before a dead-lettered message is queued again (the operator's redrive): a fresh schedule (state
+    ``pending``, ``attempt_base`` = the attempts so far), so that the redriven copy makes the schedule's attempts
+    again, numbered on from the last one: ``Vault-Delivery-Attempt`` numbers are sent once per delivery id
+    (docs/integrators/webhooks.md), so the count itself is kept and the sender counts the schedule from the base.
 
     Only a message that is not delivered is reset (a delivered one stays delivered: its copy is skipped).
     """
@@ -191,8 +200,10 @@ def restart_attempts(body: str) -> None:
         with aws_errors("delivery log update"):
             dynamodb().update_item(TableName=_table(), Key=key,
                                    # (holder: the claim of the version before)
-                                   UpdateExpression="SET #s = :pending, attempt = :zero REMOVE holder",
-                                   ConditionExpression="attribute_exists(attempt_key) AND #s <> :delivered",
+                                   UpdateExpression="SET #s = :pending, attempt_base = if_not_exists(attempt, "
+                                                    ":zero) REMOVE holder",
+                                   ConditionExpression="attribute_exists(attempt_key) AND #s <> :delivered "
+                                                       "AND attribute_not_exists(delivered_at)",
                                    ExpressionAttributeNames={"#s": "state"},
                                    ExpressionAttributeValues=to_item({":pending": "pending", ":zero": 0,
                                                                       ":delivered": "delivered"}))
@@ -210,6 +221,17 @@ def load_message(account_id: str, delivery_id: str) -> dict[str, Any] | None:
         if out.get("Item"):
             return from_item(out["Item"])
     return None
+
+
+def redelivery_mark(stored: dict[str, Any]) -> int:
+    """The ``redelivery`` mark of an explicit redelivery of the stored delivery, which makes its SQS FIFO
+    deduplication id (:func:`vaultcore.postback.message.fifo_ids`): one per message that ended so far, so that a
+    second request before the first one's outcome is the same message (queued once) and one after it a new one.
+    A message ends with an attempt (``attempt``) or ``abandoned`` (nothing to send it to: no attempt): counting
+    only attempts gave a redelivery after an abandoned one the same id, which SQS accepts and drops for 5 minutes
+    ("queued", never delivered)."""
+    abandoned = sum(1 for entry in stored.get("attempts") or [] if entry.get("status") == "abandoned")
+    return int(stored.get("attempt") or 0) + abandoned + 1
 
 
 #: The largest receiver's answer kept in a log entry (characters, redacted by the sender).
@@ -353,15 +375,17 @@ def note_deferral(message: dict[str, Any], reason: str, *, redelivery: bool = Fa
 
     One UpdateItem, which creates the item when missing: the message is stored (so it can be redelivered) with
     state ``deferred``, its attempt count unchanged and a ``deferred`` entry appended to its log, unless (not
-    ``redelivery``) it was delivered or dead-lettered already (:class:`Finished`). Returns the number of the
-    attempt that was put off.
+    ``redelivery``) it was delivered or dead-lettered already (:class:`Finished`). Returns the number, in the
+    current schedule (:func:`schedule_base`), of the attempt that was put off.
     """
     now = clock.now()
     values: dict[str, Any] = {**_message_values(message, now), ":deferred": "deferred", ":zero": 0,
                               ":empty": [], ":entry": [log_entry("deferred", now, error=reason)]}
     condition = None
     if not redelivery:
-        condition = "attribute_not_exists(#s) OR NOT (#s IN (:delivered, :dead))"
+        # delivered_at: delivered once, whatever a redelivery's later attempt wrote into the state
+        condition = ("attribute_not_exists(delivered_at) AND "
+                     "(attribute_not_exists(#s) OR NOT (#s IN (:delivered, :dead)))")
         values.update({":delivered": "delivered", ":dead": "dead-lettered"})
     kwargs: dict[str, Any] = {"ConditionExpression": condition} if condition else {}
     try:
@@ -374,8 +398,15 @@ def note_deferral(message: dict[str, Any], reason: str, *, redelivery: bool = Fa
                 ReturnValues="ALL_NEW", ReturnValuesOnConditionCheckFailure="ALL_OLD", **kwargs)
     except ConditionFailed as exc:
         old = from_item(getattr(exc.__cause__, "response", {}).get("Item")) or {}
-        raise Finished(str(old.get("state") or "delivered")) from exc
-    return int((from_item(out.get("Attributes")) or {}).get("attempt") or 0) + 1
+        raise Finished("delivered" if old.get("delivered_at") else str(old.get("state") or "delivered")) from exc
+    new = from_item(out.get("Attributes")) or {}
+    return int(new.get("attempt") or 0) - schedule_base(new) + 1
+
+
+def schedule_base(stored: dict[str, Any] | None) -> int:
+    """The attempts made before the current schedule (an operator's redrive starts one: :func:`restart_attempts`);
+    attempt ``n`` is the schedule's ``n - schedule_base``: its retry delay and whether it is the last."""
+    return int((stored or {}).get("attempt_base") or 0)
 
 
 #: Concurrent queries of one listing's fan-out over the shards.

@@ -47,7 +47,12 @@ SQS FIFO queues": "Exactly-once processing", "Using the message deduplication ID
 
 The one remaining second POST, as before: the receiver answers 2xx and the invocation dies (or both delivery-log
 writes fail) before ``delivered`` is recorded; the message comes back and is POSTed again with the same
-``Vault-Delivery-Id``, which receivers deduplicate on (docs/integrators/webhooks.md).
+``Vault-Delivery-Id``, which receivers deduplicate on (docs/integrators/webhooks.md). One case of it: a record
+whose receiver answered 2xx while its log write is still running when the handler must answer is acknowledged
+(:mod:`vaultcore.postback.consumer`) before ``delivered`` is recorded, so a later copy in its message group (there
+is one only after a lost relay answer past 5 minutes, an admin requeue or a redelivery) can be handed out and read
+the delivery not yet delivered. Once the handler has answered, its workers start no further record and POST
+nothing (the consumer and the time check after :func:`deliveries.read`).
 """
 
 from __future__ import annotations
@@ -250,7 +255,19 @@ def deliver(body: str, receive_count: int, deadline: float,
         if decision == PROBE:
             _breaker.release_probe(destination)
         raise
+    # The read may have been slow (SDK retries): the POST must still end inside the invocation, before the handler
+    # answers. A worker whose record was reported failed at reply time (vaultcore.postback.consumer) gets here
+    # after the answer, and must not POST a message SQS may already have handed out again.
+    budget = min(budget, deadline - RESERVE_SECONDS - time.monotonic())
+    if budget < MIN_ATTEMPT_SECONDS:
+        if decision == PROBE:
+            _breaker.release_probe(destination)
+        return _defer(message, body, receive_count, "no time left", redelivery)
     state = (stored or {}).get("state")
+    if (stored or {}).get("delivered_at"):
+        # Delivered once (``delivered_at`` is never removed): an explicit redelivery's later failure or deferral
+        # rewrites ``state``, but no copy that is not an explicit redelivery is POSTed again.
+        state = "delivered"
     if not redelivery and state in ("delivered", "dead-lettered"):
         if decision == PROBE:
             _breaker.release_probe(destination)
@@ -308,7 +325,8 @@ def deliver(body: str, receive_count: int, deadline: float,
                            extra={**log, "error_type": type(again).__name__})
         _log.info("postback delivered", extra={**log, "status": status_code})
         return Outcome("delivered")
-    last = _is_last(attempt, redelivery)
+    in_schedule = attempt - deliveries.schedule_base(stored)  # after an operator's redrive: a fresh schedule
+    last = _is_last(in_schedule, redelivery)
     recorded = True
     try:
         deliveries.finish(message, stored, attempt, "dead-lettered" if last else "failed", status_code, duration_ms,
@@ -319,7 +337,7 @@ def deliver(body: str, receive_count: int, deadline: float,
     _log.warning("postback attempt failed", extra={**log, "reason": error})
     if last:
         return _dead_letter(body, receive_count)
-    delay = retry_delay(attempt, _schedule())
+    delay = retry_delay(in_schedule, _schedule())
     if not recorded and _send(settings().postback_queue_url,
                               fresh_copy(body, clock.now() + delay if delay > 0 else None, attempted=attempt)):
         # The log does not know this attempt: a fresh copy that says so makes the next one attempt + 1, so no

@@ -87,8 +87,8 @@ def _redeliver(account_id: str, webhook_id: str, delivery_id: str) -> Response:
     message = json.loads(deliveries.message_body(stored)) if stored else {}
     if message.get("webhook_id") != webhook_id:
         raise NotFound("No delivery with this id for this webhook.")
-    # one redelivery per attempt so far (its own SQS FIFO deduplication id), as the operator's redelivery
-    message["redelivery"] = int((stored or {}).get("attempt") or 0) + 1
+    # one redelivery per message ended so far (its own SQS FIFO deduplication id), as the operator's redelivery
+    message["redelivery"] = deliveries.redelivery_mark(stored or {})
     body = json.dumps(message, separators=(",", ":"))
     with aws_errors("webhook redelivery"):
         client("sqs").send_message(QueueUrl=settings().postback_queue_url, MessageBody=body, **fifo_ids(body))
