@@ -358,23 +358,30 @@ def test_attempts_not_receives_decide_the_dead_letter_queue(platform, monkeypatc
         receiver.close()
 
 
+def _queued_with_a_copy(platform):
+    """The stream relay queues the postbacks recorded so far; the first is received (and made visible again) and a
+    copy of it with its own deduplication id (a fresh copy) is queued behind it, in its message group."""
+    from vaultcore.postback.message import fifo_ids, fresh_copy
+
+    platform.pump_streams()
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    url = platform.refs["PostbackFifoQueue"]
+    first = sqs.receive_message(QueueUrl=url, AttributeNames=["All"], VisibilityTimeout=0)["Messages"][0]
+    copy = fresh_copy(first["Body"])
+    sqs.send_message(QueueUrl=url, MessageBody=copy, **fifo_ids(copy))
+    return sqs, url, first, copy
+
+
 def test_two_copies_of_one_delivery_in_one_fifo_batch_are_posted_once(platform, frozen_clock):
     """Two SQS messages of one delivery (the relay's, and a copy with its own deduplication id: an admin's
     requeue, a send after SQS's 5-minute deduplication interval) are one message group: SQS FIFO may hand both
     out in one batch, in order. The consumer runs them in order in one worker: the first POSTs, the second reads
     the delivery ``delivered`` and is acknowledged without a POST."""
-    from vaultcore.postback.message import fifo_ids, fresh_copy
-
     receiver = Receiver()
     try:
         account = _account_with(platform, receiver.url + "/ok")
         _sale(platform, account)
-        platform.pump_streams()
-        sqs = boto3.client("sqs", region_name="us-east-1")
-        url = platform.refs["PostbackFifoQueue"]
-        first = sqs.receive_message(QueueUrl=url, AttributeNames=["All"], VisibilityTimeout=0)["Messages"][0]
-        copy = fresh_copy(first["Body"])
-        sqs.send_message(QueueUrl=url, MessageBody=copy, **fifo_ids(copy))
+        sqs, url, first, copy = _queued_with_a_copy(platform)
         batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]
         assert [m["Body"] for m in batch] == [first["Body"], copy]  # one group, in order, one batch
         assert {m["Attributes"]["MessageGroupId"] for m in batch} == {json.loads(copy)["delivery_id"]}
@@ -390,20 +397,13 @@ def test_after_a_failure_the_rest_of_its_message_group_comes_back_with_it(platfo
     """FIFO partial batches: a batch holds a delivery's message and a later copy of it (one group) and another
     delivery. The first message's attempt fails (500): it and the unprocessed copy after it are reported, both
     given the retry delay (so the group comes back in order); the other group is delivered and acknowledged."""
-    from vaultcore.postback.message import fifo_ids, fresh_copy
-
     monkeypatch.setenv("POSTBACK_RETRY_SCHEDULE", "40")
     receiver = Receiver()
     try:
         failing = _account_with(platform, receiver.url + "/flaky/1")
         fine = _account_with(platform, receiver.url + "/ok")
         _sale(platform, failing)
-        platform.pump_streams()
-        sqs = boto3.client("sqs", region_name="us-east-1")
-        url = platform.refs["PostbackFifoQueue"]
-        first = sqs.receive_message(QueueUrl=url, AttributeNames=["All"], VisibilityTimeout=0)["Messages"][0]
-        copy = fresh_copy(first["Body"])
-        sqs.send_message(QueueUrl=url, MessageBody=copy, **fifo_ids(copy))
+        sqs, url, first, copy = _queued_with_a_copy(platform)
         _sale(platform, fine)
         platform.pump_streams()
         batch = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, AttributeNames=["All"])["Messages"]

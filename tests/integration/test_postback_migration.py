@@ -68,13 +68,17 @@ def _posts(receiver: Receiver, delivery_id: str) -> list[tuple[str, int]]:
             if r["headers"].get("Vault-Delivery-Id") == delivery_id]
 
 
+def _account(platform, receiver: Receiver) -> str:
+    status, account = admin(platform, "POST", "/admin/v1/accounts",
+                            {"options": {}, "postback_url": receiver.url + "/ok"})
+    assert status == 201, account
+    return account["account_id"]
+
+
 def test_messages_left_in_the_standard_queues_are_delivered_once_after_the_upgrade(platform):
     receiver = Receiver()
     try:
-        status, account = admin(platform, "POST", "/admin/v1/accounts",
-                                {"options": {}, "postback_url": receiver.url + "/ok"})
-        assert status == 201, account
-        account_id = account["account_id"]
+        account_id = _account(platform, receiver)
         sqs = boto3.client("sqs", region_name="us-east-1")
         old_queue, old_dlq = platform.refs["PostbackQueue"], platform.refs["PostbackDeadLetterQueue"]
         waiting, dead = _old_message(account_id, "100000000001"), _old_message(account_id, "100000000002")
@@ -151,10 +155,7 @@ def test_a_delivery_written_before_the_shards_is_found_by_the_sender(platform):
     (not a second item starting again at 1)."""
     receiver = Receiver()
     try:
-        status, account = admin(platform, "POST", "/admin/v1/accounts",
-                                {"options": {}, "postback_url": receiver.url + "/ok"})
-        assert status == 201, account
-        account_id = account["account_id"]
+        account_id = _account(platform, receiver)
         old = _old_message(account_id, "100000000003")
         ddb = boto3.client("dynamodb", region_name="us-east-1")
         ddb.put_item(TableName=settings().deliveries_table, Item={
