@@ -4,8 +4,8 @@ DynamoDB applies each write (condition check included) atomically, and a Transac
 exactly-once guarantee of the platform (conditional puts of nonces and idempotency claims, the capture
 update, the postback claim) rests on that. moto evaluates the condition and applies the write in separate
 steps, so two threads of one moto process can both pass the same condition, which real DynamoDB never allows.
-:func:`install` serialises moto's DynamoDB write operations (and the reads, so none sees half a transaction)
-behind one lock per process: a model of DynamoDB's semantics at the AWS boundary, not a change of the code
+:func:`install` serialises moto's DynamoDB write operations (and the reads, so none sees half a transaction),
+and their request handlers, behind one lock per process: a model of DynamoDB's semantics at the AWS boundary, not a change of the code
 under test. The local runner and the in-process test fixtures install it; tests that start their own moto
 server call it too.
 
@@ -34,21 +34,26 @@ def install() -> None:
     """Idempotent: wraps moto's DynamoDBBackend write and read methods with the process-wide lock, and gives its
     SQS FIFO queues the 5-minute deduplication interval."""
     from moto.dynamodb.models import DynamoDBBackend
+    from moto.dynamodb.responses import DynamoHandler
 
     _install_fifo_deduplication()
 
-    for name in _OPERATIONS:
-        method = getattr(DynamoDBBackend, name, None)
-        if method is None or getattr(method, "_vault_atomic", False):
-            continue
+    # The request handlers too: moto's UpdateItem handler deep-copies the stored item (for its return values)
+    # outside the backend's call, and a concurrent write changing that item's attributes meanwhile made the copy
+    # fail ("dictionary changed size during iteration": a 500 DynamoDB never answers).
+    for owner, names in ((DynamoDBBackend, _OPERATIONS), (DynamoHandler, (*_OPERATIONS, "batch_write_item"))):
+        for name in names:
+            method = getattr(owner, name, None)
+            if method is None or getattr(method, "_vault_atomic", False):
+                continue
 
-        def wrapper(self: Any, *args: Any, __method: Any = method, **kwargs: Any) -> Any:
-            with _LOCK:
-                return __method(self, *args, **kwargs)
+            def wrapper(self: Any, *args: Any, __method: Any = method, **kwargs: Any) -> Any:
+                with _LOCK:
+                    return __method(self, *args, **kwargs)
 
-        functools.update_wrapper(wrapper, method)
-        wrapper._vault_atomic = True  # type: ignore[attr-defined]
-        setattr(DynamoDBBackend, name, wrapper)
+            functools.update_wrapper(wrapper, method)
+            wrapper._vault_atomic = True  # type: ignore[attr-defined]
+            setattr(owner, name, wrapper)
 
 
 #: SQS's deduplication interval (seconds).
