@@ -37,7 +37,7 @@ from vaultcore import clock
 from vaultcore.cards.masking import holds_pan_in_any_form
 from vaultcore.errors import NotFound, VaultError
 from vaultcore.gateway.errors import E, GatewayError
-from vaultcore.gateway.processor import Descriptor
+from vaultcore.gateway.processor import DESCRIPTOR_ID, Descriptor
 from vaultcore.store import counted, registry
 from vaultcore.v4.errors import MemberInvalid
 
@@ -46,7 +46,6 @@ __all__ = ["DESCRIPTOR_LIMIT", "DescriptorLimit", "DESCRIPTOR_ID", "STATES", "ME
 
 DESCRIPTOR_LIMIT = 940
 DEFAULT_MAX = 100
-DESCRIPTOR_ID = re.compile(r"ddesc_[0-9a-f]{32}")
 MEMBERS = ("name", "city", "state", "descriptor")
 #: The original's UsCaStates enum, in its order.
 STATES = ("AL", "AK", "AS", "AZ", "AR", "CA", "CO", "CT", "DE", "DC", "FL", "GA", "GU", "HI", "ID", "IL", "IN",

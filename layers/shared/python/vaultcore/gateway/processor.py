@@ -38,6 +38,7 @@ UTC.
 
 from __future__ import annotations
 
+import re
 import secrets
 import string
 from dataclasses import dataclass
@@ -47,6 +48,7 @@ from vaultcore.cards.brand import BRANDS, detect_brand
 from vaultcore.ids import numeric_id
 
 __all__ = [
+    "DESCRIPTOR_ID",
     "CardPayment",
     "AchPayment",
     "Outcome",
@@ -90,6 +92,11 @@ _AUTH_ALPHABET = string.ascii_uppercase + string.digits
 def gateway_brand(name: str | None) -> str | None:
     """The ``card_brand`` a response carries: ``"Visa" -> "VISA"`` (also for records stored before capitals)."""
     return name.upper() if isinstance(name, str) else name
+
+
+#: A dynamic descriptor's id (``ddesc_`` + 32 hex digits, the original's form): what a SALE may name and what
+#: vaultcore.descriptors issues.
+DESCRIPTOR_ID = re.compile(r"ddesc_[0-9a-f]{32}")
 
 
 @dataclass(frozen=True)

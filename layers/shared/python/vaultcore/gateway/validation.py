@@ -33,6 +33,7 @@ from vaultcore.cards.masking import holds_pan_in_any_form
 from vaultcore.gateway import card_present  # issue 20 (card-present)
 from vaultcore.gateway.currencies import is_currency, minor_units
 from vaultcore.gateway.errors import E, GatewayError
+from vaultcore.gateway.processor import DESCRIPTOR_ID
 
 __all__ = [
     "TOKEN_FIELDS",
@@ -140,7 +141,7 @@ _VARIABLES: dict[str, tuple[re.Pattern[str], int]] = {
     "idempotency_key": (re.compile(r"[\x20-\x7e]{1,255}"), E.IDEMPOTENCY_KEY),
     # --- issue 31: a v4 payments/init id to charge, and a dynamic descriptor's id (docs/integrators/v4-payments.md)
     "transaction_id": (re.compile(r"[1-9][0-9]{11}"), E.INIT_ID),
-    "dynamic_descriptor_id": (re.compile(r"ddesc_[0-9a-f]{32}"), E.DESCRIPTOR),
+    "dynamic_descriptor_id": (DESCRIPTOR_ID, E.DESCRIPTOR),
     # --- end ---
 }
 # --- issue 20 (card-present): card_tracks and the P2PE reader variables (vaultcore.gateway.card_present) ---
