@@ -81,6 +81,23 @@ def frozen_clock(monkeypatch) -> float:
 
 
 @pytest.fixture
+def bare_moto(monkeypatch):
+    """An in-process moto with dummy credentials and DynamoDB's and SQS's semantics (local/moto_atomic.py), and
+    nothing created in it: for tests of the runner's stand-ins themselves."""
+    from moto import mock_aws
+
+    from local import moto_atomic
+
+    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    moto_atomic.install()
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
 def platform(monkeypatch):
     """Every table, queue and key of template.yaml in an in-process moto, and the handlers loaded from it."""
     from moto import mock_aws

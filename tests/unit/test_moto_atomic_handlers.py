@@ -10,28 +10,18 @@ from concurrent.futures import ThreadPoolExecutor
 import boto3
 import pytest
 
-from local import moto_atomic
-
 THREADS = 8
 UPDATES = 40
 
 
 @pytest.fixture
-def ddb(monkeypatch):
-    from moto import mock_aws
-
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    moto_atomic.install()
-    with mock_aws():
-        client = boto3.client("dynamodb", region_name="us-east-1")
-        client.create_table(TableName="T", BillingMode="PAY_PER_REQUEST",
-                            AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
-                            KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}])
-        client.put_item(TableName="T", Item={"k": {"S": "one"}})
-        yield client
+def ddb(bare_moto):
+    client = boto3.client("dynamodb", region_name="us-east-1")
+    client.create_table(TableName="T", BillingMode="PAY_PER_REQUEST",
+                        AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+                        KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}])
+    client.put_item(TableName="T", Item={"k": {"S": "one"}})
+    return client
 
 
 def test_concurrent_updates_of_one_item_all_answer(ddb):

@@ -7,20 +7,10 @@ from __future__ import annotations
 import boto3
 import pytest
 
-from local import moto_atomic
-
 
 @pytest.fixture
-def sqs(monkeypatch):
-    from moto import mock_aws
-
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    moto_atomic.install()
-    with mock_aws():
-        yield boto3.client("sqs", region_name="us-east-1")
+def sqs(bare_moto):
+    return boto3.client("sqs", region_name="us-east-1")
 
 
 def _queue(sqs, scope: str) -> str:

@@ -182,25 +182,18 @@ def test_the_templates_filter_is_the_relays(event, pattern):
 
 # ----------------------------------------------------------------------------- the stream event source
 @pytest.fixture
-def stream(monkeypatch):
+def stream(bare_moto):
     """A table with a NEW_IMAGE stream and a failure queue in an in-process moto."""
-    from moto import mock_aws
-
-    for name in ("AWS_ENDPOINT_URL", "AWS_PROFILE"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    with mock_aws():
-        ddb = boto3.client("dynamodb", region_name="us-east-1")
-        table = ddb.create_table(
-            TableName="T", BillingMode="PAY_PER_REQUEST",
-            AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
-            KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
-            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"})["TableDescription"]
-        sqs = boto3.client("sqs", region_name="us-east-1")
-        failures = sqs.create_queue(QueueName="failures")["QueueUrl"]
-        yield SimpleNamespace(ddb=ddb, sqs=sqs, arn=table["LatestStreamArn"], failures=failures,
-                              streams=boto3.client("dynamodbstreams", region_name="us-east-1"))
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    table = ddb.create_table(
+        TableName="T", BillingMode="PAY_PER_REQUEST",
+        AttributeDefinitions=[{"AttributeName": "k", "AttributeType": "S"}],
+        KeySchema=[{"AttributeName": "k", "KeyType": "HASH"}],
+        StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"})["TableDescription"]
+    sqs = boto3.client("sqs", region_name="us-east-1")
+    failures = sqs.create_queue(QueueName="failures")["QueueUrl"]
+    yield SimpleNamespace(ddb=ddb, sqs=sqs, arn=table["LatestStreamArn"], failures=failures,
+                          streams=boto3.client("dynamodbstreams", region_name="us-east-1"))
 
 
 def _source(stream, handler, checkpoint_path=None, **properties) -> StreamSource:
