@@ -62,7 +62,7 @@ class SteppingClock:
 def readable_items(value: Any) -> Any:
     """DynamoDB items (as boto3 answers them) made JSON-safe for scans for card data: a binary attribute (the
     postback's delivery message is stored deflated) is inflated to its text, so what it holds is scanned too;
-    other binary values become base64. Without this a scan either fails on ``bytes`` or misses what they hold."""
+    other binary values become base64; a number attribute (``{"N": "834"}``) becomes a JSON number. Without this a scan either fails on ``bytes`` or misses what they hold."""
     import base64
     import zlib
 
@@ -74,6 +74,13 @@ def readable_items(value: Any) -> Any:
 
     if isinstance(value, bytes | bytearray):
         return text(bytes(value))
+    if isinstance(value, dict) and set(value) == {"N"} and isinstance(value["N"], str):
+        # a number attribute stays a JSON number: a scan for a CVV token ("834" as a whole JSON string) must not
+        # take a duration, an HTTP status or an amount in cents that happens to have the same digits for one
+        from decimal import Decimal
+
+        number = Decimal(value["N"])
+        return int(number) if number == number.to_integral_value() else float(number)
     if isinstance(value, dict):
         return {k: readable_items(v) for k, v in value.items()}
     if isinstance(value, list | tuple | set):
